@@ -1,0 +1,742 @@
+"""The bundle format: read (with precise errors) and write. See ``docs/bundle-format.md``.
+
+:func:`open_bundle` turns a bundle folder or ``.zip`` into records
+(:class:`annotation.records.ProjectData`), checking each record on its own: JSON syntax,
+field names and types, enum values, finite numbers, text sizes, paths that stay inside the
+bundle, and images that decode within the pixel limit. Cross-record rules (unique ids,
+references) are checked afterwards by :func:`annotation.validate.check_project`, for every
+source format alike. :func:`write_bundle` writes a store's content back as a bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import stat
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from annotation.images import BadImage, BadPath, ImageProber, resolve_inside
+from annotation.records import (
+    HUMAN_ANSWERS,
+    JUDGE_KINDS,
+    LEVELS,
+    PARSE_STATUSES,
+    ROLES,
+    YES_NO,
+    Annotation,
+    Criterion,
+    ImportRefused,
+    Judge,
+    Judgment,
+    Output,
+    Problem,
+    ProjectData,
+    Question,
+    Task,
+    TaskImage,
+)
+
+FORMAT = "judge-audit-bundle/1"
+MAX_TEXT = 1_000_000  # characters in one text field
+MAX_NUMBER = 1e12
+MAX_ERRORS = 20
+MAX_ZIP_BYTES = 4 * 1024**3  # uncompressed, all members
+MAX_ZIP_MEMBERS = 200_000
+MAX_ZIP_RATIO = 200  # uncompressed / compressed, per member
+
+BUNDLE_KEYS = {"format", "name", "benchmark", "criteria", "judges", "guidelines", "meta"}
+CRITERION_KEYS = {"name", "label", "min", "max", "step", "level", "rubric"}
+JUDGE_KEYS = {"name", "kind", "scale"}
+TASK_KEYS = {"task_id", "instruction", "images", "questions", "checklist_id", "meta"}
+IMAGE_KEYS = {"path", "role", "kind", "label", "meta"}
+QUESTION_KEYS = {"question_id", "text", "pass_answer", "operator", "target", "depends_on", "meta"}
+OUTPUT_KEYS = {"output_id", "task_id", "generator", "path", "missing", "meta"}
+JUDGMENT_KEYS = {"judge", "output_id", "question_id", "criterion", "answer", "score", "raw",
+                 "parse_status"}
+ANNOTATION_KEYS = {"annotator", "output_id", "question_id", "criterion", "answer", "score",
+                   "note", "created_at"}
+
+
+def is_bundle(path: Path) -> bool:
+    """A folder with ``bundle.json`` (or ``tasks.jsonl``: then bundle.json is reported
+    missing), or a zip whose root (or single top folder) has one."""
+    if path.is_dir():
+        return (path / "bundle.json").is_file() or (path / "tasks.jsonl").is_file()
+    if path.is_file() and zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+        return any(n == "bundle.json" or n.count("/") == 1 and n.endswith("/bundle.json")
+                   for n in names)
+    return False
+
+
+class _Stop(Exception):
+    """Raised when the error cap is reached."""
+
+
+class _Reader:
+    """Collects problems while reading one source; every check names file, line, field."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self.warnings: list[Problem] = []
+
+    def error(self, file: str, line: int | None, fld: str | None, message: str) -> None:
+        self.problems.append(Problem(file, line, fld, message))
+        if len(self.problems) >= MAX_ERRORS:
+            raise _Stop
+
+    # typed getters: they report and return None on a bad value
+    def text(self, obj: dict, key: str, where: tuple[str, int | None], prefix: str = "",
+             required: bool = True, nonempty: bool = True) -> str | None:
+        value = obj.get(key)
+        fld = prefix + key
+        if value is None:
+            if required:
+                self.error(*where, fld, "missing" if key not in obj else "must not be null")
+            return None
+        if not isinstance(value, str):
+            self.error(*where, fld, f"must be a string, not {_type(value)}")
+            return None
+        if nonempty and not value.strip():
+            self.error(*where, fld, "must not be empty")
+            return None
+        if len(value) > MAX_TEXT:
+            self.error(*where, fld, f"text of {len(value):,} characters is over the limit of "
+                       f"{MAX_TEXT:,}")
+            return None
+        if "\x00" in value:
+            self.error(*where, fld, "contains a NUL character")
+            return None
+        return value
+
+    def number(self, obj: dict, key: str, where: tuple[str, int | None], prefix: str = "",
+               required: bool = True) -> float | None:
+        value = obj.get(key)
+        fld = prefix + key
+        if value is None:
+            if required:
+                self.error(*where, fld, "missing" if key not in obj else "must not be null")
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.error(*where, fld, f"must be a number, not {_type(value)}")
+            return None
+        try:
+            number = float(value)
+        except OverflowError:
+            self.error(*where, fld, "number too large")
+            return None
+        if not math.isfinite(number) or abs(number) > MAX_NUMBER:
+            self.error(*where, fld, f"number {value!r} out of range")
+            return None
+        return number
+
+    def enum(self, obj: dict, key: str, allowed: tuple[str, ...], where: tuple[str, int | None],
+             prefix: str = "", required: bool = True, default: str | None = None) -> str | None:
+        value = obj.get(key, default)
+        fld = prefix + key
+        if value is None:
+            if required:
+                self.error(*where, fld, "missing")
+            return None
+        if value not in allowed:
+            self.error(*where, fld, f"must be one of {', '.join(allowed)}, not {value!r}")
+            return None
+        return value
+
+    def meta(self, obj: dict, where: tuple[str, int | None], prefix: str = "") -> dict[str, Any]:
+        value = obj.get("meta", {})
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.error(*where, prefix + "meta", f"must be an object, not {_type(value)}")
+            return {}
+        return value
+
+    def keys(self, obj: dict, allowed: set[str], where: tuple[str, int | None],
+             prefix: str = "") -> None:
+        unknown = obj.keys() - allowed
+        if unknown:
+            self.error(*where, prefix + sorted(unknown)[0],
+                       f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+
+def _type(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number", type(None): "null"}.get(type(value), "?")
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _jsonl(root: Path, name: str, rd: _Reader, required: bool) -> Iterator[tuple[int, dict]]:
+    path = root / name
+    if not path.exists():
+        if required:
+            rd.error(name, None, None, "file not found in the bundle")
+        return
+    try:
+        real = resolve_inside(root, name)
+    except BadPath as exc:
+        rd.error(name, None, None, str(exc))
+        return
+    with real.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                rd.error(name, number, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+                continue
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line, parse_constant=_reject_constant)
+            except (ValueError, RecursionError) as exc:
+                rd.error(name, number, None, f"invalid JSON: {exc}")
+                continue
+            if not isinstance(obj, dict):
+                rd.error(name, number, None, f"each line must be a JSON object, not {_type(obj)}")
+                continue
+            yield number, obj
+
+
+def normalize_time(value: str) -> str:
+    """ISO 8601 -> UTC ISO 8601 with microseconds (naive times are taken as UTC)."""
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+# --------------------------------------------------------------------------- reading
+def read_bundle_dir(root: Path, source: str | None = None) -> ProjectData:
+    """Read a bundle folder into records; raise :class:`ImportRefused` on any error."""
+    rd = _Reader()
+    probe = ImageProber()
+    project = ProjectData(name="", benchmark="", source=source or str(root), format="bundle")
+    try:
+        _read_header(root, rd, project)
+        _read_tasks(root, rd, project, probe)
+        _read_outputs(root, rd, project, probe)
+        _read_judgments(root, rd, project)
+        _read_annotations(root, rd, project)
+    except _Stop:
+        pass
+    if rd.problems:
+        raise ImportRefused(rd.problems)
+    for o in project.outputs:
+        if o.missing:
+            project.warnings.append(Problem(o.origin[0], o.origin[1], None,
+                                            f"output {o.output_id!r} is missing"))
+    unparsed = [j for j in project.judgments if j.parse_status == "unparsed"]
+    for j in unparsed[:50]:
+        project.warnings.append(Problem(j.origin[0], j.origin[1], "raw",
+                                        f"judge {j.judge!r}: text not parsed, kept as raw"))
+    if len(unparsed) > 50:
+        project.warnings.append(Problem("judgments.jsonl", None, None,
+                                        f"{len(unparsed) - 50} more unparsed judgments"))
+    return project
+
+
+def _read_header(root: Path, rd: _Reader, project: ProjectData) -> None:
+    name = "bundle.json"
+    where = (name, None)
+    path = root / name
+    if not path.is_file():
+        rd.error(name, None, None, "file not found: a bundle needs bundle.json")
+        raise _Stop
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError) as exc:
+        rd.error(name, getattr(exc, "lineno", None), None, f"invalid JSON: {exc}")
+        raise _Stop from None
+    if not isinstance(obj, dict):
+        rd.error(name, None, None, "must be a JSON object")
+        raise _Stop
+    rd.keys(obj, BUNDLE_KEYS, where)
+    if obj.get("format", FORMAT) != FORMAT:
+        rd.error(name, None, "format", f"unsupported format {obj.get('format')!r} "
+                 f"(this judge-audit reads {FORMAT})")
+    project.name = rd.text(obj, "name", where) or ""
+    project.benchmark = rd.text(obj, "benchmark", where) or ""
+    project.guidelines = rd.text(obj, "guidelines", where, required=False, nonempty=False)
+    project.meta = rd.meta(obj, where)
+    for key, parse in (("criteria", _criterion), ("judges", _judge)):
+        items = obj.get(key, [])
+        if not isinstance(items, list):
+            rd.error(name, None, key, f"must be a list, not {_type(items)}")
+            continue
+        for i, item in enumerate(items):
+            prefix = f"{key}[{i}]."
+            if not isinstance(item, dict):
+                rd.error(name, None, prefix[:-1], f"must be an object, not {_type(item)}")
+                continue
+            record = parse(rd, item, where, prefix)
+            if record is not None:
+                getattr(project, key).append(record)
+
+
+def _criterion(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str
+               ) -> Criterion | None:
+    rd.keys(obj, CRITERION_KEYS, where, prefix)
+    name = rd.text(obj, "name", where, prefix)
+    if name is not None and not all(ch.isalnum() or ch == "_" for ch in name):
+        rd.error(*where, prefix + "name", f"use letters, digits and '_' only: {name!r}")
+    label = rd.text(obj, "label", where, prefix, required=False) or name
+    lo = rd.number(obj, "min", where, prefix)
+    hi = rd.number(obj, "max", where, prefix)
+    step = rd.number(obj, "step", where, prefix, required=False) if "step" in obj else 1.0
+    if "step" not in obj:
+        rd.error(*where, prefix + "step", "missing (use null for a continuous scale)")
+    if step is not None and step <= 0:
+        rd.error(*where, prefix + "step", "must be positive (or null)")
+    level = rd.enum(obj, "level", LEVELS, where, prefix, default="interval")
+    rubric = rd.text(obj, "rubric", where, prefix, required=False, nonempty=False)
+    if lo is not None and hi is not None and lo >= hi:
+        rd.error(*where, prefix + "max", "must be greater than min")
+    if name is None or lo is None or hi is None or level is None:
+        return None
+    return Criterion(name, label or name, lo, hi, step, level, rubric, origin=where)
+
+
+def _judge(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str) -> Judge | None:
+    rd.keys(obj, JUDGE_KEYS, where, prefix)
+    name = rd.text(obj, "name", where, prefix)
+    kind = rd.enum(obj, "kind", JUDGE_KINDS, where, prefix)
+    scale = obj.get("scale")
+    pair: tuple[float, float] | None = None
+    if scale is not None:
+        ok = (isinstance(scale, list) and len(scale) == 2
+              and all(isinstance(v, int | float) and not isinstance(v, bool)
+                      and math.isfinite(v) for v in scale) and scale[0] < scale[1])
+        if not ok:
+            rd.error(*where, prefix + "scale", "must be [min, max] with min < max")
+        else:
+            pair = (float(scale[0]), float(scale[1]))
+    if name is None or kind is None:
+        return None
+    return Judge(name, kind, pair, origin=where)
+
+
+def _image_path(rd: _Reader, root: Path, probe: ImageProber, rel: Any,
+                where: tuple[str, int | None], fld: str):
+    if not isinstance(rel, str):
+        rd.error(*where, fld, f"must be a string, not {_type(rel)}")
+        return None
+    try:
+        return probe(resolve_inside(root, rel))
+    except (BadPath, BadImage) as exc:
+        rd.error(*where, fld, str(exc))
+        return None
+
+
+def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProber) -> None:
+    name = "tasks.jsonl"
+    checklists: dict[str, list[tuple]] = {}
+    for number, obj in _jsonl(root, name, rd, required=True):
+        where = (name, number)
+        rd.keys(obj, TASK_KEYS, where)
+        task_id = rd.text(obj, "task_id", where)
+        instruction = rd.text(obj, "instruction", where, nonempty=False)
+        checklist_id = rd.text(obj, "checklist_id", where, required=False) or task_id
+        meta = rd.meta(obj, where)
+        images = obj.get("images", [])
+        if not isinstance(images, list):
+            rd.error(*where, "images", f"must be a list, not {_type(images)}")
+            images = []
+        task_images = []
+        for i, item in enumerate(images):
+            prefix = f"images[{i}]."
+            if not isinstance(item, dict):
+                rd.error(*where, prefix[:-1], f"must be an object, not {_type(item)}")
+                continue
+            rd.keys(item, IMAGE_KEYS, where, prefix)
+            role = rd.enum(item, "role", ROLES, where, prefix)
+            kind = rd.text(item, "kind", where, prefix, required=False)
+            label = rd.text(item, "label", where, prefix, required=False, nonempty=False)
+            if "path" not in item:
+                rd.error(*where, prefix + "path", "missing")
+                continue
+            file = _image_path(rd, root, probe, item["path"], where, prefix + "path")
+            if file is None or role is None or task_id is None:
+                continue
+            task_images.append(TaskImage(task_id, i, role, item["path"], file, kind, label,
+                                         rd.meta(item, where, prefix), origin=where))
+        questions = obj.get("questions")
+        parsed: list[Question] = []
+        if questions is not None:
+            if not isinstance(questions, list):
+                rd.error(*where, "questions", f"must be a list, not {_type(questions)}")
+                questions = []
+            for i, item in enumerate(questions):
+                prefix = f"questions[{i}]."
+                if not isinstance(item, dict):
+                    rd.error(*where, prefix[:-1], f"must be an object, not {_type(item)}")
+                    continue
+                q = _question(rd, item, where, prefix, checklist_id or "", i)
+                if q is not None:
+                    parsed.append(q)
+        if task_id is None or instruction is None or checklist_id is None:
+            continue
+        project.tasks.append(Task(task_id, instruction, checklist_id, meta, origin=where))
+        project.images.extend(task_images)
+        if questions is None:
+            continue
+        signature = [(q.question_id, q.text, q.pass_answer, q.operator, q.target,
+                      q.depends_on, q.meta) for q in parsed]
+        if checklist_id in checklists:
+            if checklists[checklist_id] != signature:
+                rd.error(*where, "questions", f"checklist {checklist_id!r} was defined "
+                         "differently by an earlier task (tasks sharing a checklist_id must "
+                         "repeat its questions identically, or omit them)")
+            continue
+        checklists[checklist_id] = signature
+        project.questions.extend(parsed)
+
+
+def _question(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str,
+              checklist_id: str, position: int) -> Question | None:
+    rd.keys(obj, QUESTION_KEYS, where, prefix)
+    qid = rd.text(obj, "question_id", where, prefix)
+    text = rd.text(obj, "text", where, prefix)
+    pass_answer = rd.enum(obj, "pass_answer", YES_NO, where, prefix)
+    operator = rd.text(obj, "operator", where, prefix, required=False)
+    target = rd.text(obj, "target", where, prefix, required=False)
+    depends = obj.get("depends_on", [])
+    if depends is None:
+        depends = []
+    if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
+        rd.error(*where, prefix + "depends_on", "must be a list of question ids")
+        depends = []
+    meta = rd.meta(obj, where, prefix)
+    if qid is None or text is None or pass_answer is None:
+        return None
+    return Question(qid, checklist_id, position, text, pass_answer, operator, target,
+                    list(depends), meta, origin=where)
+
+
+def _read_outputs(root: Path, rd: _Reader, project: ProjectData, probe: ImageProber) -> None:
+    name = "outputs.jsonl"
+    for number, obj in _jsonl(root, name, rd, required=True):
+        where = (name, number)
+        rd.keys(obj, OUTPUT_KEYS, where)
+        output_id = rd.text(obj, "output_id", where)
+        task_id = rd.text(obj, "task_id", where)
+        generator = rd.text(obj, "generator", where)
+        missing = obj.get("missing", False)
+        if not isinstance(missing, bool):
+            rd.error(*where, "missing", f"must be true or false, not {_type(missing)}")
+            missing = False
+        if "path" not in obj:
+            rd.error(*where, "path", "missing (use null when the image is not at hand)")
+            continue
+        rel = obj["path"]
+        file = None
+        if rel is not None:
+            if missing:
+                rd.error(*where, "path", "an output marked missing cannot have a path")
+                continue
+            file = _image_path(rd, root, probe, rel, where, "path")
+            if file is None:
+                continue
+        meta = rd.meta(obj, where)
+        if output_id is None or task_id is None or generator is None:
+            continue
+        project.outputs.append(Output(output_id, task_id, generator, rel, file, missing, meta,
+                                      origin=where))
+
+
+def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
+    """The hot path of big imports: checks are written out inline, not via helpers."""
+    name = "judgments.jsonl"
+    append = project.judgments.append
+    for number, obj in _jsonl(root, name, rd, required=False):
+        where = (name, number)
+        if not obj.keys() <= JUDGMENT_KEYS:
+            rd.keys(obj, JUDGMENT_KEYS, where)
+            continue
+        judge = obj.get("judge")
+        output_id = obj.get("output_id")
+        if type(judge) is not str or type(output_id) is not str or not judge or not output_id:
+            rd.text(obj, "judge", where)
+            rd.text(obj, "output_id", where)
+            continue
+        status = obj.get("parse_status", "ok")
+        if status not in PARSE_STATUSES:
+            rd.enum(obj, "parse_status", PARSE_STATUSES, where)
+            continue
+        raw = obj.get("raw")
+        if raw is not None and (type(raw) is not str or len(raw) > MAX_TEXT):
+            rd.text(obj, "raw", where, required=False, nonempty=False)
+            continue
+        qid = obj.get("question_id")
+        crit = obj.get("criterion")
+        answer = obj.get("answer")
+        score = obj.get("score")
+        if qid is not None:
+            if type(qid) is not str or crit is not None:
+                rd.error(*where, "question_id",
+                         "give exactly one of 'question_id' and 'criterion' as a string")
+                continue
+            if answer is not None and answer not in YES_NO:
+                rd.error(*where, "answer", f"must be 'yes' or 'no', not {answer!r}")
+                continue
+            if score is not None:
+                rd.error(*where, "score", "a question is answered with 'answer', not 'score'")
+                continue
+            if answer is None and status == "ok":
+                rd.error(*where, "answer", "missing (or set parse_status to 'unparsed')")
+                continue
+            append(Judgment(judge, output_id, qid, None, answer, None, raw, status,
+                            origin=where))
+        elif crit is not None:
+            if type(crit) is not str:
+                rd.error(*where, "criterion", f"must be a string, not {_type(crit)}")
+                continue
+            if answer is not None:
+                rd.error(*where, "answer", "a criterion is scored with 'score', not 'answer'")
+                continue
+            if score is None:
+                if status == "ok":
+                    rd.error(*where, "score", "missing (or set parse_status to 'unparsed')")
+                    continue
+            else:
+                score = rd.number(obj, "score", where)
+                if score is None:
+                    continue
+            append(Judgment(judge, output_id, None, crit, None, score, raw, status,
+                            origin=where))
+        else:
+            rd.error(*where, "question_id", "give exactly one of 'question_id' and 'criterion'")
+
+
+def _read_annotations(root: Path, rd: _Reader, project: ProjectData) -> None:
+    name = "annotations.jsonl"
+    for number, obj in _jsonl(root, name, rd, required=False):
+        where = (name, number)
+        rd.keys(obj, ANNOTATION_KEYS, where)
+        annotator = rd.text(obj, "annotator", where)
+        output_id = rd.text(obj, "output_id", where)
+        qid = rd.text(obj, "question_id", where, required=False)
+        crit = rd.text(obj, "criterion", where, required=False)
+        note = rd.text(obj, "note", where, required=False, nonempty=False)
+        answer = score = None
+        if (qid is None) == (crit is None):
+            rd.error(*where, "question_id", "give exactly one of 'question_id' and 'criterion'")
+            continue
+        if qid is not None:
+            answer = rd.enum(obj, "answer", HUMAN_ANSWERS, where)
+            if "score" in obj:
+                rd.error(*where, "score", "a question is answered with 'answer', not 'score'")
+        else:
+            score = rd.number(obj, "score", where)
+            if "answer" in obj:
+                rd.error(*where, "answer", "a criterion is scored with 'score', not 'answer'")
+        created = rd.text(obj, "created_at", where, required=False)
+        if created is not None:
+            try:
+                created = normalize_time(created)
+            except ValueError:
+                rd.error(*where, "created_at", f"not an ISO 8601 time: {created!r}")
+                continue
+        if annotator is None or output_id is None or (answer is None and score is None):
+            continue
+        project.annotations.append(Annotation(annotator, output_id, qid, crit, answer, score,
+                                              note, created, origin=where))
+
+
+# ------------------------------------------------------------------------------ zips
+def _extract_zip(archive: Path, dest: Path) -> Path:
+    """Extract a bundle zip safely; return the bundle root inside ``dest``.
+
+    Refuses members that leave the archive (zip slip), symlinks, too many members, and
+    members or totals that expand beyond the limits (zip bombs).
+    """
+    name = archive.name
+    try:
+        zf = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ImportRefused(
+            [Problem(name, None, None, f"not a readable zip file: {exc}")]
+        ) from None
+    with zf:
+        members = zf.infolist()
+        if len(members) > MAX_ZIP_MEMBERS:
+            raise ImportRefused([Problem(name, None, None, f"{len(members)} members: too many")])
+        total = 0
+        for info in members:
+            parts = PurePosixPath(info.filename).parts
+            if (info.filename.startswith(("/", "\\")) or ".." in parts or "\\" in info.filename
+                    or (len(info.filename) > 1 and info.filename[1] == ":")):
+                raise ImportRefused([Problem(name, None, info.filename,
+                                             "member path leaves the archive (zip slip)")])
+            if stat.S_ISLNK(info.external_attr >> 16):
+                raise ImportRefused([Problem(name, None, info.filename,
+                                             "symbolic links are not allowed in a bundle zip")])
+            total += info.file_size
+            if info.compress_size and info.file_size / info.compress_size > MAX_ZIP_RATIO \
+                    and info.file_size > 10 * 1024 * 1024:
+                raise ImportRefused([Problem(name, None, info.filename,
+                                             "compression ratio too high (zip bomb?)")])
+            if total > MAX_ZIP_BYTES:
+                raise ImportRefused([Problem(name, None, None, "archive expands beyond "
+                                             f"{MAX_ZIP_BYTES // 1024**3} GiB (zip bomb?)")])
+        for info in members:
+            target = dest.joinpath(*PurePosixPath(info.filename).parts)
+            if info.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, target.open("wb") as dst:
+                written = 0
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    written += len(block)
+                    if written > info.file_size:
+                        raise ImportRefused([Problem(name, None, info.filename,
+                                                     "member larger than declared")])
+                    dst.write(block)
+    if (dest / "bundle.json").is_file():
+        return dest
+    tops = [p for p in dest.iterdir() if p.is_dir() and (p / "bundle.json").is_file()]
+    if len(tops) == 1:
+        return tops[0]
+    raise ImportRefused([Problem(name, None, None, "no bundle.json at the root of the zip")])
+
+
+@contextmanager
+def open_bundle(path: Path) -> Iterator[ProjectData]:
+    """Read a bundle folder or zip; the records' image sources stay valid inside the block."""
+    if path.is_dir():
+        yield read_bundle_dir(path, str(path))
+        return
+    with tempfile.TemporaryDirectory(prefix="judge-audit-zip-") as tmp:
+        root = _extract_zip(path, Path(tmp))
+        yield read_bundle_dir(root, str(path))
+
+
+# ------------------------------------------------------------------------------ writing
+def _line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def _drop_none(obj: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if v is not None or k in keep}
+
+
+def write_bundle(project: ProjectData, out: Path) -> dict[str, int]:
+    """Write ``project`` (e.g. :meth:`Store.read_project`) as a bundle folder at ``out``.
+
+    Image files are copied to their recorded paths; two different files recorded under the
+    same path (possible after imports from several sources) are written under
+    ``media/<sha256>.<ext>`` instead. Returns counts of lines written per file.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    for leftover in ("tasks.jsonl", "outputs.jsonl", "judgments.jsonl", "annotations.jsonl"):
+        (out / leftover).unlink(missing_ok=True)
+    placed: dict[str, str] = {}  # path -> sha256
+
+    def place(path: str, file) -> str:
+        if placed.get(path, file.sha256) != file.sha256:
+            path = f"media/{file.sha256}.{file.source.suffix.lstrip('.')}"
+        placed[path] = file.sha256
+        target = out.joinpath(*PurePosixPath(path).parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            shutil.copyfile(file.source, target)
+        return path
+
+    header = {
+        "format": FORMAT,
+        "name": project.name,
+        "benchmark": project.benchmark,
+        "criteria": [
+            _drop_none({"name": c.name, "label": c.label, "min": c.min, "max": c.max,
+                        "step": c.step, "level": c.level, "rubric": c.rubric}, keep=("step",))
+            for c in project.criteria
+        ],
+        "judges": [
+            _drop_none({"name": j.name, "kind": j.kind,
+                        "scale": list(j.scale) if j.scale else None})
+            for j in project.judges
+        ],
+    }
+    if project.guidelines is not None:
+        header["guidelines"] = project.guidelines
+    if project.meta:
+        header["meta"] = project.meta
+    (out / "bundle.json").write_text(json.dumps(header, ensure_ascii=False, indent=2,
+                                                sort_keys=True) + "\n", encoding="utf-8")
+    images: dict[str, list[TaskImage]] = {}
+    for image in project.images:
+        images.setdefault(image.task_id, []).append(image)
+    questions: dict[str, list[Question]] = {}
+    for q in project.questions:
+        questions.setdefault(q.checklist_id, []).append(q)
+    written_checklists: set[str] = set()
+    counts = {"tasks": 0, "outputs": 0, "judgments": 0, "annotations": 0}
+    with (out / "tasks.jsonl").open("w", encoding="utf-8") as fh:
+        for t in project.tasks:
+            row: dict[str, Any] = {"task_id": t.task_id, "instruction": t.instruction,
+                                   "checklist_id": t.checklist_id}
+            row["images"] = [
+                _drop_none({"path": place(i.path, i.file), "role": i.role, "kind": i.kind,
+                            "label": i.label, "meta": i.meta or None})
+                for i in sorted(images.get(t.task_id, []), key=lambda i: i.index)
+            ]
+            if t.checklist_id in questions and t.checklist_id not in written_checklists:
+                written_checklists.add(t.checklist_id)
+                row["questions"] = [
+                    _drop_none({"question_id": q.question_id, "text": q.text,
+                                "pass_answer": q.pass_answer, "operator": q.operator,
+                                "target": q.target, "depends_on": q.depends_on or None,
+                                "meta": q.meta or None})
+                    for q in sorted(questions[t.checklist_id], key=lambda q: q.position)
+                ]
+            if t.meta:
+                row["meta"] = t.meta
+            fh.write(_line(row))
+            counts["tasks"] += 1
+    with (out / "outputs.jsonl").open("w", encoding="utf-8") as fh:
+        for o in project.outputs:
+            row = {"output_id": o.output_id, "task_id": o.task_id, "generator": o.generator,
+                   "path": place(o.path, o.file) if o.file and o.path else None}
+            if o.missing:
+                row["missing"] = True
+            if o.meta:
+                row["meta"] = o.meta
+            fh.write(_line(row))
+            counts["outputs"] += 1
+    with (out / "judgments.jsonl").open("w", encoding="utf-8") as fh:
+        for j in project.judgments:
+            row = _drop_none({"judge": j.judge, "output_id": j.output_id,
+                              "question_id": j.question_id, "criterion": j.criterion,
+                              "answer": j.answer, "score": _plain(j.score), "raw": j.raw})
+            if j.parse_status != "ok":
+                row["parse_status"] = j.parse_status
+            fh.write(_line(row))
+            counts["judgments"] += 1
+    if project.annotations:
+        with (out / "annotations.jsonl").open("w", encoding="utf-8") as fh:
+            for a in project.annotations:
+                fh.write(_line(_drop_none({
+                    "annotator": a.annotator, "output_id": a.output_id,
+                    "question_id": a.question_id, "criterion": a.criterion,
+                    "answer": a.answer, "score": _plain(a.score), "note": a.note,
+                    "created_at": a.created_at})))
+                counts["annotations"] += 1
+    return counts
+
+
+def _plain(score: float | None) -> float | int | None:
+    """Write 7.0 as 7 so exported files read as people write them."""
+    if score is None:
+        return None
+    return int(score) if float(score).is_integer() else score

@@ -1,0 +1,107 @@
+"""Importers: every source format becomes :class:`~annotation.records.ProjectData`.
+
+``import_path`` detects the format of a folder or zip, reads it into records, validates
+them against the store (:func:`annotation.validate.check_project`) and writes them in one
+transaction (:meth:`annotation.store.Store.write`). A new format is one new module here
+with ``detect(path) -> bool`` and ``read(path) -> ProjectData``, added to ``FORMATS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from annotation import bundle, validate
+from annotation.records import ImportRefused, Problem, ProjectData
+from annotation.store import Store
+
+FORMATS = ("bundle", "tiif-bench", "vif-bench")
+
+
+@dataclass
+class ImportSummary:
+    """What one import did: rows written, rows already present, warnings."""
+
+    import_id: int
+    source: str
+    format: str
+    written: dict[str, int]
+    unchanged: dict[str, int] = field(default_factory=dict)
+    warnings: list[Problem] = field(default_factory=list)
+
+    def text(self, max_warnings: int = 20) -> str:
+        parts = [f"import #{self.import_id} of {self.source} ({self.format})"]
+        parts.append("  written: " + ", ".join(f"{k} {v}" for k, v in self.written.items() if v))
+        if any(self.unchanged.values()):
+            parts.append("  already in the database, unchanged: "
+                         + ", ".join(f"{k} {v}" for k, v in self.unchanged.items() if v))
+        if self.warnings:
+            parts.append(f"  {len(self.warnings)} warning(s):")
+            parts.extend(f"    {w}" for w in self.warnings[:max_warnings])
+            if len(self.warnings) > max_warnings:
+                parts.append(f"    ... and {len(self.warnings) - max_warnings} more "
+                             "(all are in the import log: judge-audit info)")
+        return "\n".join(parts)
+
+
+def detect(path: Path) -> str:
+    """Name the format of ``path`` (one of :data:`FORMATS`) or raise ImportRefused."""
+    from annotation.importers import tiif, vif
+
+    if not path.exists():
+        raise ImportRefused([Problem(str(path), None, None, "no such file or folder")])
+    if bundle.is_bundle(path):
+        return "bundle"
+    if path.is_dir() and vif.detect(path):
+        return "vif-bench"
+    if path.is_dir() and tiif.detect(path):
+        return "tiif-bench"
+    raise ImportRefused([Problem(str(path), None, None,
+                                 "not a judge-audit bundle (bundle.json), a VIF-Bench release "
+                                 "(metadata.jsonl) or a TIIF-Bench folder (data/*_prompts)")])
+
+
+@contextmanager
+def load(path: Path, fmt: str | None = None) -> Iterator[ProjectData]:
+    """Read ``path`` into records (format auto-detected unless ``fmt`` is given)."""
+    from annotation.importers import tiif, vif
+
+    path = Path(path)
+    fmt = fmt or detect(path)
+    if fmt == "bundle":
+        with bundle.open_bundle(path) as project:
+            yield project
+    elif fmt == "tiif-bench":
+        yield tiif.read(path)
+    elif fmt == "vif-bench":
+        yield vif.read(path)
+    else:
+        raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+Progress = Callable[[int], object] | None
+"""Called with 1 after each stage (read, check, write): e.g. ``tqdm.update``."""
+
+
+def import_project(store: Store, project: ProjectData, *, user: str | None = None,
+                   progress: Progress = None) -> ImportSummary:
+    """Validate records against the store and write them in one transaction."""
+    checked = validate.check_project(project, store.existing_rows(project))
+    if progress:
+        progress(1)
+    import_id = store.write(checked.project, user=user)
+    if progress:
+        progress(1)
+    return ImportSummary(import_id, project.source, project.format, checked.project.counts(),
+                         checked.unchanged, project.warnings)
+
+
+def import_path(store: Store, path: str | Path, *, fmt: str | None = None,
+                user: str | None = None, progress: Progress = None) -> ImportSummary:
+    """Detect, read, validate and write ``path``; raise ImportRefused (nothing written)."""
+    with load(Path(path), fmt) as project:
+        if progress:
+            progress(1)
+        return import_project(store, project, user=user, progress=progress)

@@ -1,0 +1,193 @@
+"""Validated records: what every importer produces and what the store writes.
+
+Every source format (the bundle, TIIF-Bench, VIF-Bench) is turned into one
+:class:`ProjectData` made of these records, so there is one validation path
+(:mod:`annotation.validate`) and one write path (:meth:`annotation.store.Store.write`).
+Field meanings are documented in ``docs/bundle-format.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROLES = ("reference", "visual_instruction")
+JUDGE_KINDS = ("vlm", "metric")
+LEVELS = ("interval", "ordinal", "nominal")
+YES_NO = ("yes", "no")
+HUMAN_ANSWERS = ("yes", "no", "cant_tell")
+PARSE_STATUSES = ("ok", "unparsed")
+
+Origin = tuple[str, int | None]
+"""Where a record came from: (file relative to the source, 1-based line or None)."""
+NO_ORIGIN: Origin = ("", None)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One error or warning, located in a source file: ``file:line: field: message``."""
+
+    file: str
+    line: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        if self.field:
+            return f"{where}: {self.field}: {self.message}"
+        return f"{where}: {self.message}"
+
+
+class ImportRefused(Exception):
+    """An import was refused; nothing was written. ``problems`` lists every error found."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        more = "" if len(problems) <= 1 else f" (and {len(problems) - 1} more)"
+        super().__init__(str(problems[0]) + more if problems else "import refused")
+
+    def report(self) -> str:
+        return "\n".join(str(p) for p in self.problems)
+
+
+@dataclass(frozen=True)
+class ImageFile:
+    """A decoded, checked image file on disk, identified by its content hash."""
+
+    sha256: str
+    width: int
+    height: int
+    format: str
+    size_bytes: int
+    source: Path  # where to read the bytes from during this import
+
+
+@dataclass
+class Criterion:
+    name: str
+    label: str
+    min: float
+    max: float
+    step: float | None = 1
+    level: str = "interval"
+    rubric: str | None = None
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
+class Judge:
+    name: str
+    kind: str = "vlm"
+    scale: tuple[float, float] | None = None
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
+class TaskImage:
+    task_id: str
+    index: int  # position in the generator's input: Image_<index>
+    role: str
+    path: str  # relative to the bundle root
+    file: ImageFile
+    kind: str | None = None
+    label: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
+class Question:
+    question_id: str
+    checklist_id: str
+    position: int
+    text: str
+    pass_answer: str
+    operator: str | None = None
+    target: str | None = None
+    depends_on: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
+class Task:
+    task_id: str
+    instruction: str
+    checklist_id: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
+class Output:
+    output_id: str
+    task_id: str
+    generator: str
+    path: str | None
+    file: ImageFile | None = None
+    missing: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
+class Judgment:
+    judge: str
+    output_id: str
+    question_id: str | None = None
+    criterion: str | None = None
+    answer: str | None = None
+    score: float | None = None
+    raw: str | None = None
+    parse_status: str = "ok"
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
+class Annotation:
+    annotator: str
+    output_id: str
+    question_id: str | None = None
+    criterion: str | None = None
+    answer: str | None = None
+    score: float | None = None
+    note: str | None = None
+    created_at: str | None = None
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
+class ProjectData:
+    """Everything one import brings, validated and ready to write."""
+
+    name: str
+    benchmark: str
+    source: str  # what was imported (path), for the import log
+    format: str  # "bundle", "tiif-bench", "vif-bench"
+    guidelines: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    criteria: list[Criterion] = field(default_factory=list)
+    judges: list[Judge] = field(default_factory=list)
+    tasks: list[Task] = field(default_factory=list)
+    images: list[TaskImage] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+    outputs: list[Output] = field(default_factory=list)
+    judgments: list[Judgment] = field(default_factory=list)
+    annotations: list[Annotation] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Rows per kind of record, as stored in the import log."""
+        return {
+            "tasks": len(self.tasks),
+            "images": len(self.images),
+            "questions": len(self.questions),
+            "criteria": len(self.criteria),
+            "judges": len(self.judges),
+            "outputs": len(self.outputs),
+            "missing_outputs": sum(o.missing for o in self.outputs),
+            "judgments": len(self.judgments),
+            "annotations": len(self.annotations),
+        }

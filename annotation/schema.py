@@ -1,0 +1,155 @@
+"""The SQLite schema of a judge-audit project, as forward migrations.
+
+``MIGRATIONS[i]`` takes a database from schema version ``i`` to ``i + 1``; the version is
+kept in ``PRAGMA user_version``. A migration is only ever appended, never edited, once it
+has landed: databases in the field were built by the old text.
+
+Tables (see ``docs/schema.md`` for every column):
+
+* ``project``: one row of key/value settings (name, benchmark, guidelines).
+* ``files``: image files by content hash; the bytes live in the media folder.
+* ``tasks``, ``images``: benchmark items and their input images in input order.
+* ``questions``: checklist questions, grouped in checklists shared by tasks.
+* ``criteria``, ``judges``, ``annotators``.
+* ``outputs``: one generated output per task and generator (or diagram node).
+* ``judgments``: judges' answers and scores, with raw text and parse status.
+* ``annotations``: human answers, **append-only**: a changed answer is a new row whose
+  ``supersedes`` names the row it replaces; ``current_annotations`` shows the live ones.
+* ``imports``: the import log.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 0 -> 1: the foundation.
+    """
+    CREATE TABLE project (
+        key TEXT PRIMARY KEY,
+        value TEXT
+    );
+    CREATE TABLE imports (
+        import_id INTEGER PRIMARY KEY,
+        source TEXT NOT NULL,
+        format TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        counts TEXT NOT NULL DEFAULT '{}',
+        warnings TEXT NOT NULL DEFAULT '[]',
+        user TEXT
+    );
+    CREATE TABLE files (
+        sha256 TEXT PRIMARY KEY,
+        format TEXT NOT NULL,
+        width INTEGER NOT NULL,
+        height INTEGER NOT NULL,
+        size_bytes INTEGER NOT NULL
+    );
+    CREATE TABLE tasks (
+        task_id TEXT PRIMARY KEY,
+        instruction TEXT NOT NULL,
+        checklist_id TEXT NOT NULL,
+        meta TEXT NOT NULL DEFAULT '{}',
+        import_id INTEGER REFERENCES imports(import_id)
+    );
+    CREATE TABLE images (
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        idx INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('reference', 'visual_instruction')),
+        kind TEXT,
+        label TEXT,
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL REFERENCES files(sha256),
+        meta TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY (task_id, idx)
+    );
+    CREATE TABLE questions (
+        question_id TEXT PRIMARY KEY,
+        checklist_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        pass_answer TEXT NOT NULL CHECK (pass_answer IN ('yes', 'no')),
+        operator TEXT,
+        target TEXT,
+        depends_on TEXT NOT NULL DEFAULT '[]',
+        meta TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX questions_checklist ON questions(checklist_id, position);
+    CREATE TABLE criteria (
+        name TEXT PRIMARY KEY,
+        label TEXT NOT NULL,
+        min REAL NOT NULL,
+        max REAL NOT NULL,
+        step REAL,
+        level TEXT NOT NULL DEFAULT 'interval'
+            CHECK (level IN ('interval', 'ordinal', 'nominal')),
+        rubric TEXT,
+        position INTEGER NOT NULL,
+        CHECK (min < max)
+    );
+    CREATE TABLE judges (
+        name TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('vlm', 'metric')),
+        scale_min REAL,
+        scale_max REAL
+    );
+    CREATE TABLE outputs (
+        output_id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        generator TEXT NOT NULL,
+        path TEXT,
+        sha256 TEXT REFERENCES files(sha256),
+        missing INTEGER NOT NULL DEFAULT 0 CHECK (missing IN (0, 1)),
+        meta TEXT NOT NULL DEFAULT '{}',
+        import_id INTEGER REFERENCES imports(import_id),
+        CHECK (NOT (missing = 1 AND path IS NOT NULL))
+    );
+    CREATE INDEX outputs_task ON outputs(task_id, generator);
+    CREATE TABLE judgments (
+        judgment_id INTEGER PRIMARY KEY,
+        judge TEXT NOT NULL REFERENCES judges(name),
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        question_id TEXT REFERENCES questions(question_id),
+        criterion TEXT REFERENCES criteria(name),
+        answer TEXT CHECK (answer IN ('yes', 'no')),
+        score REAL,
+        raw TEXT,
+        parse_status TEXT NOT NULL DEFAULT 'ok' CHECK (parse_status IN ('ok', 'unparsed')),
+        import_id INTEGER REFERENCES imports(import_id),
+        CHECK ((question_id IS NULL) <> (criterion IS NULL))
+    );
+    CREATE UNIQUE INDEX judgments_key
+        ON judgments(judge, output_id, IFNULL(question_id, ''), IFNULL(criterion, ''));
+    CREATE TABLE annotators (
+        name TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE annotations (
+        annotation_id INTEGER PRIMARY KEY,
+        annotator TEXT NOT NULL REFERENCES annotators(name),
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        question_id TEXT REFERENCES questions(question_id),
+        criterion TEXT REFERENCES criteria(name),
+        answer TEXT CHECK (answer IN ('yes', 'no', 'cant_tell')),
+        score REAL,
+        note TEXT,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES annotations(annotation_id),
+        source TEXT NOT NULL DEFAULT 'app',
+        import_id INTEGER REFERENCES imports(import_id),
+        CHECK ((question_id IS NULL) <> (criterion IS NULL)),
+        CHECK (answer IS NOT NULL OR score IS NOT NULL)
+    );
+    CREATE INDEX annotations_item
+        ON annotations(output_id, annotator, IFNULL(question_id, ''), IFNULL(criterion, ''));
+    -- Append-only: the store never updates or deletes an annotation; neither may anyone else.
+    CREATE TRIGGER annotations_no_update BEFORE UPDATE ON annotations
+        BEGIN SELECT RAISE(ABORT, 'annotations are append-only'); END;
+    CREATE TRIGGER annotations_no_delete BEFORE DELETE ON annotations
+        BEGIN SELECT RAISE(ABORT, 'annotations are append-only'); END;
+    CREATE VIEW current_annotations AS
+        SELECT a.* FROM annotations a
+        WHERE NOT EXISTS (SELECT 1 FROM annotations b WHERE b.supersedes = a.annotation_id);
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,382 @@
+"""Cross-record validation of an import, against itself and against the store.
+
+The readers (:mod:`annotation.bundle`, :mod:`annotation.importers`) check each record on
+its own (types, enums, paths, images). :func:`check_project` then checks what needs the
+whole import and the database: unique ids, references between files, scores on their
+scale, checklists shared consistently, and re-imports. A row already stored *identically*
+is dropped from the import (so importing the same bundle twice is harmless); a row stored
+*differently* is an error, because silently replacing a task, a question or a judge's
+answer would change results already computed on them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from annotation.records import (
+    HUMAN_ANSWERS,
+    YES_NO,
+    Annotation,
+    Criterion,
+    ImportRefused,
+    Judge,
+    Judgment,
+    Output,
+    Problem,
+    ProjectData,
+    Question,
+    Task,
+    TaskImage,
+)
+from annotation.store import dumps
+
+MAX_ERRORS = 20
+
+
+@dataclass
+class CheckResult:
+    """What :func:`check_project` kept, and how many rows were already stored as they are."""
+
+    project: ProjectData
+    unchanged: dict[str, int] = field(default_factory=dict)
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.items: list[Problem] = []
+
+    def add(self, origin: tuple[str, int | None], fld: str | None, message: str) -> None:
+        self.items.append(Problem(origin[0] or "?", origin[1], fld, message))
+
+    def full(self) -> bool:
+        return len(self.items) >= MAX_ERRORS
+
+
+def _criterion_row(c: Criterion) -> dict[str, Any]:
+    return {"label": c.label, "min": float(c.min), "max": float(c.max),
+            "step": None if c.step is None else float(c.step), "level": c.level,
+            "rubric": c.rubric}
+
+
+def _judge_row(j: Judge) -> dict[str, Any]:
+    lo, hi = j.scale if j.scale else (None, None)
+    return {"kind": j.kind, "scale_min": None if lo is None else float(lo),
+            "scale_max": None if hi is None else float(hi)}
+
+
+def _task_row(t: Task) -> dict[str, Any]:
+    return {"instruction": t.instruction, "checklist_id": t.checklist_id, "meta": dumps(t.meta)}
+
+
+def _image_row(i: TaskImage) -> dict[str, Any]:
+    return {"role": i.role, "kind": i.kind, "label": i.label, "path": i.path,
+            "sha256": i.file.sha256, "meta": dumps(i.meta)}
+
+
+def _question_row(q: Question) -> dict[str, Any]:
+    return {"checklist_id": q.checklist_id, "position": q.position, "text": q.text,
+            "pass_answer": q.pass_answer, "operator": q.operator, "target": q.target,
+            "depends_on": dumps(q.depends_on), "meta": dumps(q.meta)}
+
+
+def _output_row(o: Output) -> dict[str, Any]:
+    return {"task_id": o.task_id, "generator": o.generator, "path": o.path,
+            "sha256": o.file.sha256 if o.file else None, "missing": int(o.missing),
+            "meta": dumps(o.meta)}
+
+
+def _judgment_row(j: Judgment) -> dict[str, Any]:
+    return {"answer": j.answer, "score": None if j.score is None else float(j.score),
+            "raw": j.raw, "parse_status": j.parse_status}
+
+
+def _first_difference(new: dict[str, Any], old: dict[str, Any]) -> str | None:
+    for key, value in new.items():
+        if old.get(key) != value:
+            return key
+    return None
+
+
+def _on_scale(score: float, lo: float, hi: float, step: float | None) -> str | None:
+    if not math.isfinite(score):
+        return "must be a finite number"
+    if score < lo or score > hi:
+        return f"{score:g} is outside the scale {lo:g}..{hi:g}"
+    if step:
+        k = (score - lo) / step
+        if abs(k - round(k)) > 1e-9:
+            return f"{score:g} is not on the scale's step of {step:g} from {lo:g}"
+    return None
+
+
+def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult:
+    """Validate ``project`` against itself and ``existing`` (from ``Store.existing_rows``).
+
+    Returns the rows to write; raises :class:`ImportRefused` listing up to 20 problems.
+    """
+    pr = _Problems()
+    unchanged: Counter[str] = Counter()
+    out = replace(project, criteria=[], judges=[], tasks=[], images=[], questions=[],
+                  outputs=[], judgments=[], annotations=[])
+
+    # --- criteria and judges -------------------------------------------------------
+    criteria: dict[str, dict[str, Any]] = dict(existing.get("all_criteria", {}))
+    seen: set[str] = set()
+    for c in project.criteria:
+        if c.name in seen:
+            pr.add(c.origin, "criteria.name", f"duplicate criterion {c.name!r}")
+            continue
+        seen.add(c.name)
+        if c.min >= c.max:
+            pr.add(c.origin, f"criteria[{c.name}].max", "max must be greater than min")
+        old = existing["criteria"].get(c.name)
+        if old is not None:
+            diff = _first_difference(_criterion_row(c), old)
+            if diff:
+                pr.add(c.origin, f"criteria[{c.name}].{diff}",
+                       "differs from the criterion already in the database")
+            unchanged["criteria"] += 1
+            continue
+        criteria[c.name] = {"min": c.min, "max": c.max, "step": c.step}
+        out.criteria.append(c)
+    judges: dict[str, dict[str, Any]] = dict(existing.get("all_judges", {}))
+    seen = set()
+    for j in project.judges:
+        if j.name in seen:
+            pr.add(j.origin, "judges.name", f"duplicate judge {j.name!r}")
+            continue
+        seen.add(j.name)
+        old = existing["judges"].get(j.name)
+        if old is not None:
+            diff = _first_difference(_judge_row(j), old)
+            if diff:
+                pr.add(j.origin, f"judges[{j.name}].{diff}",
+                       "differs from the judge already in the database")
+            unchanged["judges"] += 1
+            continue
+        judges[j.name] = _judge_row(j)
+        out.judges.append(j)
+
+    # --- tasks and their images ----------------------------------------------------------
+    task_checklist: dict[str, str] = dict(existing.get("task_checklists", {}))
+    images_by_task: dict[str, list[TaskImage]] = {}
+    for image in project.images:
+        images_by_task.setdefault(image.task_id, []).append(image)
+    seen = set()
+    for t in project.tasks:
+        if t.task_id in seen:
+            pr.add(t.origin, "task_id", f"duplicate task_id {t.task_id!r}")
+            continue
+        seen.add(t.task_id)
+        images = images_by_task.get(t.task_id, [])
+        old = existing["tasks"].get(t.task_id)
+        if old is not None:
+            diff = _first_difference(_task_row(t), old)
+            if diff is None:
+                old_images = {k[1]: v for k, v in existing["images"].items() if k[0] == t.task_id}
+                if len(old_images) != len(images):
+                    diff = "images"
+                for image in images:
+                    o = old_images.get(image.index)
+                    if o is None or _first_difference(_image_row(image), o):
+                        diff = f"images[{image.index}]"
+                        break
+            if diff:
+                pr.add(t.origin, diff, f"differs from task {t.task_id!r} already in the database")
+            unchanged["tasks"] += 1
+            continue
+        task_checklist[t.task_id] = t.checklist_id
+        out.tasks.append(t)
+        out.images.extend(images)
+    for task_id in images_by_task:
+        if task_id not in seen:
+            image = images_by_task[task_id][0]
+            pr.add(image.origin, "images", f"image of unknown task {task_id!r}")
+
+    # --- questions -----------------------------------------------------------------------
+    question_checklist: dict[str, str] = dict(existing.get("all_questions", {}))
+    by_checklist: dict[str, list[Question]] = {}
+    for q in project.questions:
+        by_checklist.setdefault(q.checklist_id, []).append(q)
+    seen = set()
+    for checklist_id, questions in by_checklist.items():
+        ids = {q.question_id for q in questions}
+        for q in questions:
+            if q.question_id in seen:
+                pr.add(q.origin, "question_id", f"duplicate question_id {q.question_id!r}")
+                continue
+            seen.add(q.question_id)
+            if q.pass_answer not in YES_NO:
+                pr.add(q.origin, f"questions[{q.question_id}].pass_answer",
+                       f"must be 'yes' or 'no', not {q.pass_answer!r}")
+            for parent in q.depends_on:
+                if parent == q.question_id:
+                    pr.add(q.origin, f"questions[{q.question_id}].depends_on",
+                           "a question cannot depend on itself")
+                elif parent not in ids and question_checklist.get(parent) != checklist_id:
+                    pr.add(q.origin, f"questions[{q.question_id}].depends_on",
+                           f"unknown question {parent!r} (must be in the same checklist)")
+            old = existing["questions"].get(q.question_id)
+            if old is not None:
+                diff = _first_difference(_question_row(q), old)
+                if diff:
+                    pr.add(q.origin, f"questions[{q.question_id}].{diff}",
+                           "differs from the question already in the database")
+                unchanged["questions"] += 1
+                continue
+            question_checklist[q.question_id] = checklist_id
+            out.questions.append(q)
+
+    # --- outputs ------------------------------------------------------------------------
+    output_task: dict[str, str] = dict(existing.get("all_output_ids", {}))
+    new_outputs: set[str] = set()
+    pairs: set[tuple[str, str]] = set()
+    for o in project.outputs:
+        if o.output_id in new_outputs:
+            pr.add(o.origin, "output_id", f"duplicate output_id {o.output_id!r}")
+            continue
+        new_outputs.add(o.output_id)
+        if o.task_id not in task_checklist:
+            pr.add(o.origin, "task_id", f"unknown task {o.task_id!r}")
+            continue
+        if o.missing and o.path is not None:
+            pr.add(o.origin, "path", "an output marked missing cannot have a path")
+        if "node" not in o.meta:
+            pair = (o.task_id, o.generator)
+            if pair in pairs:
+                pr.add(o.origin, "generator",
+                       f"a second output of {o.generator!r} for task {o.task_id!r}")
+            pairs.add(pair)
+        old = existing["outputs"].get(o.output_id)
+        if old is not None:
+            diff = _first_difference(_output_row(o), old)
+            if diff:
+                pr.add(o.origin, diff,
+                       f"differs from output {o.output_id!r} already in the database")
+            unchanged["outputs"] += 1
+            continue
+        output_task[o.output_id] = o.task_id
+        out.outputs.append(o)
+    missing_outputs = {o.output_id for o in project.outputs if o.missing}
+    missing_outputs |= {k for k, v in existing["outputs"].items() if v.get("missing")}
+
+    # --- judgments ----------------------------------------------------------------------
+    old_judgments = existing.get("judgments", {})
+    seen_keys: set[tuple[Any, ...]] = set()
+    for j in project.judgments:
+        if pr.full():
+            break
+        key = (j.judge, j.output_id, j.question_id, j.criterion)
+        if key in seen_keys:
+            pr.add(j.origin, "output_id", "a second answer of this judge for the same output and "
+                   f"{'question' if j.question_id else 'criterion'}")
+            continue
+        seen_keys.add(key)
+        _check_target(pr, j, output_task, task_checklist, question_checklist, criteria, "judge")
+        judge = judges.get(j.judge)
+        if judge is None:
+            pr.add(j.origin, "judge", f"unknown judge {j.judge!r} (declare it in bundle.json)")
+        if j.parse_status not in ("ok", "unparsed"):
+            pr.add(j.origin, "parse_status", f"must be 'ok' or 'unparsed', not {j.parse_status!r}")
+        if j.question_id is not None:
+            if j.score is not None:
+                pr.add(j.origin, "score", "a question is answered with 'answer', not 'score'")
+            if j.answer is None and j.parse_status == "ok":
+                pr.add(j.origin, "answer", "missing (or set parse_status to 'unparsed')")
+            elif j.answer is not None and j.answer not in YES_NO:
+                pr.add(j.origin, "answer", f"must be 'yes' or 'no', not {j.answer!r}")
+        elif j.criterion is not None:
+            if j.answer is not None:
+                pr.add(j.origin, "answer", "a criterion is scored with 'score', not 'answer'")
+            if j.score is None:
+                if j.parse_status == "ok":
+                    pr.add(j.origin, "score", "missing (or set parse_status to 'unparsed')")
+            else:
+                crit = criteria.get(j.criterion)
+                if judge is not None and judge.get("scale_min") is not None:
+                    scale = (judge["scale_min"], judge["scale_max"], None)
+                elif crit is not None:
+                    scale = (crit["min"], crit["max"], None)
+                else:
+                    scale = None
+                if scale is not None:
+                    msg = _on_scale(float(j.score), *scale)
+                    if msg:
+                        pr.add(j.origin, "score", msg)
+        old = old_judgments.get(key)
+        if old is not None:
+            diff = _first_difference(_judgment_row(j), old)
+            if diff:
+                pr.add(j.origin, diff, "differs from this judge's answer already in the database")
+            unchanged["judgments"] += 1
+            continue
+        out.judgments.append(j)
+
+    # --- annotations --------------------------------------------------------------------
+    old_annotations = existing.get("annotations", {})
+    for a in project.annotations:
+        if pr.full():
+            break
+        _check_target(pr, a, output_task, task_checklist, question_checklist, criteria,
+                      "annotator")
+        if a.output_id in missing_outputs:
+            pr.add(a.origin, "output_id", f"output {a.output_id!r} is missing: nothing to annotate")
+        if a.question_id is not None:
+            if a.answer not in HUMAN_ANSWERS:
+                pr.add(a.origin, "answer", f"must be one of {', '.join(HUMAN_ANSWERS)}, "
+                       f"not {a.answer!r}")
+            if a.score is not None:
+                pr.add(a.origin, "score", "a question is answered with 'answer', not 'score'")
+        elif a.criterion is not None:
+            crit = criteria.get(a.criterion)
+            if a.score is None:
+                pr.add(a.origin, "score", "missing")
+            elif crit is not None:
+                msg = _on_scale(float(a.score), crit["min"], crit["max"], crit["step"])
+                if msg:
+                    pr.add(a.origin, "score", msg)
+        key = (a.annotator, a.output_id, a.question_id, a.criterion)
+        history = old_annotations.get(key, [])
+        if any(
+            (a.created_at is None or h["created_at"] == a.created_at)
+            and h["answer"] == a.answer
+            and h["score"] == (None if a.score is None else float(a.score)) and h["note"] == a.note
+            for h in history
+        ):
+            unchanged["annotations"] += 1
+            continue
+        out.annotations.append(a)
+
+    if pr.items:
+        raise ImportRefused(pr.items[:MAX_ERRORS])
+    return CheckResult(out, dict(unchanged))
+
+
+def _check_target(
+    pr: _Problems,
+    rec: Judgment | Annotation,
+    output_task: dict[str, str],
+    task_checklist: dict[str, str],
+    question_checklist: dict[str, str],
+    criteria: dict[str, Any],
+    who: str,
+) -> None:
+    """The output, question and criterion of one answer exist and belong together."""
+    task_id = output_task.get(rec.output_id)
+    if task_id is None:
+        pr.add(rec.origin, "output_id", f"unknown output {rec.output_id!r}")
+    if (rec.question_id is None) == (rec.criterion is None):
+        pr.add(rec.origin, "question_id", "give exactly one of 'question_id' and 'criterion'")
+        return
+    if rec.question_id is not None:
+        checklist = question_checklist.get(rec.question_id)
+        if checklist is None:
+            pr.add(rec.origin, "question_id", f"unknown question {rec.question_id!r}")
+        elif task_id is not None and task_checklist.get(task_id) != checklist:
+            pr.add(rec.origin, "question_id",
+                   f"question {rec.question_id!r} is not in the checklist of task {task_id!r}")
+    elif rec.criterion not in criteria:
+        pr.add(rec.origin, "criterion", f"unknown criterion {rec.criterion!r}")

@@ -1,0 +1,47 @@
+"""Overview of the open project: counts, generators, judges, criteria, import log."""
+
+import streamlit as st
+
+from annotation import overview
+from annotation.app_state import open_store
+
+store = open_store(st.session_state)
+info = store.project_info()
+counts = store.counts()
+
+st.title(info.get("name", "Empty project"))
+st.caption(f"{info.get('benchmark', 'no benchmark imported yet')} · database `{store.path}`")
+
+if counts["tasks"] == 0:
+    st.info(
+        "This project is empty. Import a bundle, a TIIF-Bench folder or a VIF-Bench release "
+        "with `judge-audit import SOURCE --db " + str(store.path) + "`."
+    )
+
+cols = st.columns(6)
+cols[0].metric("Tasks", f"{counts['tasks']:,}")
+cols[1].metric("Outputs", f"{counts['outputs']:,}",
+               help=f"{counts['missing_outputs']:,} missing (the generator produced nothing)")
+cols[2].metric("Checklist questions", f"{counts['questions']:,}")
+cols[3].metric("Judge answers", f"{counts['judgments']:,}")
+cols[4].metric("Human answers", f"{counts['current_annotations']:,}",
+               help=f"{counts['annotations']:,} rows including superseded history")
+cols[5].metric("Annotators", f"{counts['annotators']:,}")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Generators")
+    st.dataframe(overview.generators_table(store), hide_index=True, width="stretch")
+    st.subheader("Rating criteria")
+    st.dataframe(overview.criteria_table(store), hide_index=True, width="stretch")
+with right:
+    st.subheader("Judges")
+    st.dataframe(overview.judges_table(store), hide_index=True, width="stretch")
+    if info.get("guidelines"):
+        st.subheader("Guidelines")
+        with st.container(border=True):
+            st.markdown(info["guidelines"])
+
+st.subheader("Import log")
+log = overview.import_log_table(store)
+st.dataframe(log, hide_index=True, width="stretch")
