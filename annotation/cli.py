@@ -39,8 +39,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     with Store.open(args.db) as store:
         bar = _progress_stages(args.quiet)
         try:
+            options = {k: v for k, v in (("split", args.split), ("images", args.images)) if v}
             summary = import_path(store, Path(args.source), fmt=args.format, user=args.user,
-                                  progress=bar.update if bar else None)
+                                  progress=bar.update if bar else None, **options)
         except ImportRefused as exc:
             if bar:
                 bar.close()
@@ -136,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", required=True, help="project database (created if missing)")
     p.add_argument("--format", choices=FORMATS, help="skip auto-detection")
     p.add_argument("--user", help="who runs the import (kept in the import log)")
+    p.add_argument("--split", choices=("auto", "test", "testmini"),
+                   help="TIIF-Bench: which prompts (auto: those the eval results use)")
+    p.add_argument("--images", type=Path,
+                   help="TIIF-Bench: folder of generated images (default: SOURCE/output)")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(func=cmd_import)
 

@@ -64,17 +64,23 @@ def detect(path: Path) -> str:
 
 
 @contextmanager
-def load(path: Path, fmt: str | None = None) -> Iterator[ProjectData]:
-    """Read ``path`` into records (format auto-detected unless ``fmt`` is given)."""
+def load(path: Path, fmt: str | None = None, **options: object) -> Iterator[ProjectData]:
+    """Read ``path`` into records (format auto-detected unless ``fmt`` is given).
+
+    ``options`` go to the format's reader: for TIIF-Bench ``split`` ("auto", "test",
+    "testmini") and ``images`` (the folder of generated images, ``output/`` by default).
+    """
     from annotation.importers import tiif, vif
 
     path = Path(path)
     fmt = fmt or detect(path)
+    if options and fmt != "tiif-bench":
+        raise ValueError(f"options {sorted(options)} apply to TIIF-Bench imports only")
     if fmt == "bundle":
         with bundle.open_bundle(path) as project:
             yield project
     elif fmt == "tiif-bench":
-        yield tiif.read(path)
+        yield tiif.read(path, **options)  # type: ignore[arg-type]
     elif fmt == "vif-bench":
         yield vif.read(path)
     else:
@@ -99,9 +105,11 @@ def import_project(store: Store, project: ProjectData, *, user: str | None = Non
 
 
 def import_path(store: Store, path: str | Path, *, fmt: str | None = None,
-                user: str | None = None, progress: Progress = None) -> ImportSummary:
+                user: str | None = None, progress: Progress = None, **options: object
+                ) -> ImportSummary:
     """Detect, read, validate and write ``path``; raise ImportRefused (nothing written)."""
-    with load(Path(path), fmt) as project:
+    with load(Path(path), fmt, **options) as project:
+        project.source = str(Path(path).resolve())
         if progress:
             progress(1)
         return import_project(store, project, user=user, progress=progress)
