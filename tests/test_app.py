@@ -1,0 +1,75 @@
+"""The app shell, driven through streamlit.testing.v1.AppTest against a real database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from annotation.cli import main
+from annotation.importers import import_path
+from annotation.store import Store
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+@pytest.fixture
+def demo_db(tmp_path, monkeypatch) -> Path:
+    db = tmp_path / "demo.db"
+    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
+    return db
+
+
+def test_home_page_shows_the_project(demo_db):
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    with Store.open(demo_db) as store:
+        info, counts = store.project_info(), store.counts()
+    assert at.title[0].value == info["name"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Tasks"] == str(counts["tasks"])
+    assert metrics["Judge answers"] == f"{counts['judgments']:,}"
+    assert metrics["Human answers"] == f"{counts['current_annotations']:,}"
+    frames = [df.value for df in at.dataframe]
+    generators = frames[0]
+    assert sorted(generators["generator"]) == sorted(set(store_outputs(demo_db)))
+    assert generators["missing (refused)"].sum() == counts["missing_outputs"]
+    judges = frames[2] if len(frames) > 3 else frames[1]
+    assert "judge" in judges.columns or "criterion" in judges.columns
+    log = frames[-1]
+    assert list(log["format"]) == ["bundle"]
+
+
+def store_outputs(db: Path) -> list[str]:
+    with Store.open(db) as store:
+        return list(store.outputs_df().generator)
+
+
+def test_empty_project_says_how_to_import(tmp_path, monkeypatch):
+    db = tmp_path / "empty.db"
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert "judge-audit import" in at.info[0].value
+
+
+@pytest.mark.parametrize("page,issue", [("pages/annotate.py", 3), ("pages/analytics.py", 4),
+                                        ("pages/conflicts.py", 5), ("pages/trees.py", 6)])
+def test_placeholder_pages_say_what_is_not_built(demo_db, page, issue):
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page(page).run()
+    assert not at.exception
+    assert f"issue #{issue}" in at.warning[0].value
+
+
+def test_home_page_counts_follow_an_import(tmp_path, monkeypatch, example_bundle):
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        import_path(store, example_bundle)
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Tasks"] == "1" and metrics["Outputs"] == "2"
+    assert at.title[0].value == "Cat and microwave"

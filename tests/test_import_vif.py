@@ -1,0 +1,663 @@
+"""Tests of the VIF-Bench importer (annotation/importers/vif.py) on a written release."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vif_fixture import T1, T2, T3, make_vif_release
+
+from annotation import importers
+from annotation.importers import vif
+from annotation.records import ImportRefused, ProjectData
+from annotation.store import Store
+
+SIX = (
+    "text_instruction_following",
+    "reference_consistency",
+    "visual_instruction_adherence",
+    "visual_instruction_cleanliness",
+    "scene_coherence",
+    "visual_quality",
+)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.fixture(params=["new", "old"])
+def release(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """The fixture release in both id forms, with what an import must find."""
+    root = tmp_path / "vif-release"
+    return root, make_vif_release(root, id_form=request.param)
+
+
+@pytest.fixture
+def new_release(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """The fixture release with new-form ids (and one old-form row)."""
+    root = tmp_path / "vif-release"
+    return root, make_vif_release(root)
+
+
+def rows(root: Path) -> list[dict[str, Any]]:
+    """The rows of metadata.jsonl."""
+    lines = (root / "metadata.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def write_rows(root: Path, items: list[dict[str, Any]]) -> None:
+    """Rewrite metadata.jsonl."""
+    (root / "metadata.jsonl").write_text("".join(json.dumps(r) + "\n" for r in items))
+
+
+def refused(root: Path) -> list[str]:
+    """The problems of an import that must be refused, as text."""
+    with pytest.raises(ImportRefused) as info:
+        vif.read(root)
+    assert info.value.problems, "ImportRefused without problems"
+    return [str(p) for p in info.value.problems]
+
+
+def judgment_map(data: ProjectData) -> dict[tuple[str, str, str], Any]:
+    """Judgments by (judge, output_id, criterion)."""
+    return {(j.judge, j.output_id, j.criterion or ""): j for j in data.judgments}
+
+
+# --------------------------------------------------------------------------- detect
+
+
+def test_detect(tmp_path: Path, new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    assert vif.detect(root)
+    assert not vif.detect(tmp_path / "nothing-here")
+    only_meta = tmp_path / "only-meta"
+    only_meta.mkdir()
+    (only_meta / "metadata.jsonl").write_text("")
+    assert not vif.detect(only_meta)
+    (only_meta / "generations").mkdir()
+    assert vif.detect(only_meta)
+    bundle_like = tmp_path / "bundle-like"
+    (bundle_like / "tasks").mkdir(parents=True)
+    (bundle_like / "tasks.jsonl").write_text("")
+    assert not vif.detect(bundle_like)
+
+
+# --------------------------------------------------------------------------- the fixture
+
+
+def test_counts_and_project(release: tuple[Path, dict[str, Any]]) -> None:
+    root, expected = release
+    data = vif.read(root)
+    counts = data.counts()
+    assert counts == {k: expected[k] for k in counts}
+    assert data.format == "vif-bench"
+    assert data.benchmark == "VIF-Bench"
+    assert data.meta["generators"] == expected["generators"]
+
+
+def test_task_ids_are_normalized_and_original_kept(release: tuple[Path, dict[str, Any]]) -> None:
+    root, expected = release
+    data = vif.read(root)
+    assert [t.task_id for t in data.tasks] == expected["task_ids"]
+    assert [t.meta["vif_id"] for t in data.tasks] == expected["vif_ids"]
+    assert all("/" not in t.task_id for t in data.tasks)
+    assert [t.checklist_id for t in data.tasks] == expected["task_ids"]
+
+
+def test_task_meta_and_instruction(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    tasks = {t.task_id: t for t in vif.read(root).tasks}
+    t1, t2, t3 = tasks[T1], tasks[T2], tasks[T3]
+    assert t1.instruction.startswith("Put the fox of Image_0")
+    # T2 has no instruction in metadata.jsonl: instruction.txt is used, without its newline
+    assert t2.instruction.startswith("Place the dog of Image_0")
+    assert t2.instruction.endswith("Remove all boxes.")
+    assert t2.meta["instruction_source"] == "tasks/v6_n2_00/instruction.txt"
+    assert "instruction_source" not in t1.meta
+    assert t2.meta["conflicts"]["orientation_conflict"] is True
+    assert t1.meta["conflicts"]["orientation_conflict"] is False
+    assert t2.meta["in_vi_vs_ti_experiment"] is True
+    assert t2.meta["visual_instruction_types"] == ["layout", "orientation"]
+    # per-task JSON files are kept, parsed, as opaque meta
+    assert t2.meta["orientations"] == {"Image_0": {"yaw": 90, "pitch": 0}}
+    assert t2.meta["hierarchy"] == {"main": [0, 1], "sub": []}
+    assert "layout" not in t2.meta
+    assert t1.meta["layout"] == {"Image_0": [0.2, 0.3, 0.7, 0.9]}
+    assert t3.meta["arrows"]["wind"] == [[0.1, 0.5], [0.8, 0.5]]
+    # unknown row keys are not dropped
+    assert t3.meta["extra"] == {"split": "test"}
+
+
+def test_images_roles_kinds_and_order(release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = release
+    data = vif.read(root)
+    by_task: dict[str, list[tuple[int, str, str | None]]] = {}
+    for image in data.images:
+        by_task.setdefault(image.task_id, []).append((image.index, image.role, image.kind))
+    assert by_task[T1] == [(0, "reference", "main"), (1, "visual_instruction", "layout")]
+    assert by_task[T2] == [
+        (0, "reference", "main"),
+        (1, "reference", "main"),
+        (2, "visual_instruction", "layout"),
+        (3, "visual_instruction", "orientation"),
+    ]
+    # listed out of order in metadata.jsonl: the index decides Image_k
+    assert by_task[T3] == [
+        (0, "reference", None),
+        (1, "visual_instruction", "layout"),
+        (2, "visual_instruction", "light+wind"),
+    ]
+    images = {(i.task_id, i.index): i for i in data.images}
+    assert images[(T2, 0)].label == "dog"
+    assert images[(T2, 3)].meta == {"is_visual_instruction": True, "target": 0, "yaw": 90,
+                                    "pitch": 0}
+    assert images[(T1, 0)].meta == {"type": "main", "subject": "fox"}
+    assert images[(T3, 2)].file.format == "WEBP"
+    assert images[(T3, 0)].file.format == "JPEG"
+    assert (images[(T3, 0)].file.width, images[(T3, 0)].file.height) == (40, 52)
+    for image in data.images:
+        assert (root / image.path).is_file()
+        assert len(image.file.sha256) == 64
+
+
+def test_image_paths_follow_the_id_form_on_disk(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    paths = {(i.task_id, i.index): i.path for i in vif.read(root).images}
+    assert paths[(T1, 0)] == "tasks/v1_n1_00/Image_0.png"
+    assert paths[(T2, 1)] == "tasks/v6_n2_00/Image_1.jpg"  # metadata id was 'v6/n2_00'
+    assert paths[(T3, 2)] == "tasks/v3/n3_01/Image_2.webp"  # folder in the old nested form
+
+
+def test_criteria_and_judges(release: tuple[Path, dict[str, Any]]) -> None:
+    root, expected = release
+    data = vif.read(root)
+    assert [c.name for c in data.criteria] == list(SIX)
+    assert [c.label for c in data.criteria] == [
+        "Text Instruction Following",
+        "Reference Consistency",
+        "Visual Instruction Adherence",
+        "Visual Instruction Cleanliness",
+        "Scene Coherence",
+        "Visual Quality",
+    ]
+    assert all((c.min, c.max, c.step) == (1, 10, 1) for c in data.criteria)
+    assert "average" not in {j.criterion for j in data.judgments}
+    assert [j.name for j in data.judges] == expected["judge_names"]
+    assert {j.kind for j in data.judges} == {"vlm"}
+
+
+def test_outputs(release: tuple[Path, dict[str, Any]]) -> None:
+    root, expected = release
+    data = vif.read(root)
+    outputs = {o.output_id: o for o in data.outputs}
+    assert set(outputs) == {f"{t}/{m}" for t in expected["task_ids"]
+                            for m in expected["generators"]}
+    for output_id in expected["missing_output_ids"]:
+        assert outputs[output_id].missing is True
+        assert outputs[output_id].path is None
+    for output_id in expected["no_image_output_ids"]:
+        assert outputs[output_id].missing is False
+        assert outputs[output_id].path is None
+        assert outputs[output_id].file is None
+    others = set(outputs) - set(expected["missing_output_ids"]) - set(
+        expected["no_image_output_ids"])
+    assert len(others) == 4
+    for output_id in others:
+        output = outputs[output_id]
+        assert output.file is not None and output.path is not None
+        assert output.path.startswith(f"generations/{output.generator}/")
+        assert (root / output.path).is_file()
+    assert outputs[f"{T1}/model-b"].file is not None
+    assert outputs[f"{T1}/model-b"].generator == "model-b"
+    assert outputs[f"{T1}/model-b"].task_id == T1
+
+
+def test_scores_from_jsonl_and_text(release: tuple[Path, dict[str, Any]]) -> None:
+    root, expected = release
+    data = vif.read(root)
+    found = judgment_map(data)
+    for key, score in expected["scores"].items():
+        assert found[key].score == score, key
+        assert found[key].parse_status == "ok"
+    # the raw text is kept beside a score read from scores.jsonl
+    j = found[("gpt-5", f"{T2}/model-a", "visual_quality")]
+    assert j.raw is not None and "**Visual Quality:** 7" in j.raw
+    # no responses folder: scores without raw text
+    j = found[("gemini-2.5-flash", f"{T1}/model-b", "visual_quality")]
+    assert j.raw is None and j.score == 6
+    # one judgment per judge, output and criterion
+    assert len(found) == len(data.judgments)
+
+
+def test_last_match_wins_in_the_fixture(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    text = (root / "results/model-a/gpt-5/responses/v3/n3_01.txt").read_text()
+    assert "Scene Coherence: 3" in text  # mentioned first in the reasoning
+    # the scores.jsonl row lacks scene_coherence, so the text decides
+    scores_row = json.loads(
+        (root / "results/model-a/gpt-5/scores.jsonl").read_text().splitlines()[2])
+    assert "scene_coherence" not in scores_row
+    j = judgment_map(vif.read(root))[("gpt-5", f"{T3}/model-a", "scene_coherence")]
+    assert j.score == 8
+
+
+def test_unparsed_response_kept_with_warning(release: tuple[Path, dict[str, Any]]) -> None:
+    root, expected = release
+    data = vif.read(root)
+    unparsed = [j for j in data.judgments if j.parse_status == "unparsed"]
+    assert len(unparsed) == expected["unparsed_judgments"]
+    assert {(j.output_id, j.judge) for j in unparsed} == set(expected["unparsed"])
+    assert {j.criterion for j in unparsed} == set(SIX)
+    for j in unparsed:
+        assert j.score is None
+        assert j.raw is not None and j.raw.startswith("I'm sorry")
+    messages = [str(w) for w in data.warnings if "unparsed" in w.message]
+    assert len(messages) == 1
+    assert f"{T2}/model-b" in messages[0]
+    assert "responses/" in messages[0]
+
+
+def test_warnings(release: tuple[Path, dict[str, Any]]) -> None:
+    root, expected = release
+    data = vif.read(root)
+    text = [str(w) for w in data.warnings]
+    assert len(text) == expected["warnings"], text
+    average = [w for w in data.warnings if w.field == "average"]
+    assert len(average) == 1
+    assert (average[0].file, average[0].line) == (
+        "results/model-a/gemini-2.5-flash/scores.jsonl", 2)
+    assert "7.5" in average[0].message and "5.5" in average[0].message
+    disagree = [w for w in data.warnings if w.field == "reference_consistency"]
+    assert len(disagree) == 1
+    assert f"{T3}/model-a" in disagree[0].message
+    assert "keeping 6" in disagree[0].message
+    missing = [t for t in text if "marked missing" in t]
+    assert len(missing) == 1 and f"{T3}/model-b" in missing[0]
+    no_image = [t for t in text if "no image" in t]
+    assert len(no_image) == 1 and T2 in no_image[0]
+    # the criterion written twice in gpt-5's text on T3/model-a raises no disagreement
+    assert not any(f"{T3}/model-a" in t and "scene_coherence" in t for t in text)
+
+
+def test_both_id_forms_give_the_same_records(tmp_path: Path) -> None:
+    new = vif.read(_made(tmp_path / "new", "new"))
+    old = vif.read(_made(tmp_path / "old", "old"))
+
+    def key(data: ProjectData) -> dict[str, Any]:
+        """What must not depend on the id form."""
+        return {
+            "tasks": [(t.task_id, t.instruction) for t in data.tasks],
+            "images": [(i.task_id, i.index, i.role, i.kind, i.file.sha256) for i in data.images],
+            "outputs": [(o.output_id, o.missing, o.path is None,
+                         o.file.sha256 if o.file else None) for o in data.outputs],
+            "judgments": sorted((j.judge, j.output_id, j.criterion or "", j.score or 0,
+                                 j.parse_status) for j in data.judgments),
+        }
+
+    assert key(new) == key(old)
+    assert [t.meta["vif_id"] for t in old.tasks] == ["v1/n1_00", "v6/n2_00", "v3/n3_01"]
+
+
+def _made(root: Path, form: str) -> Path:
+    """Write the fixture in ``form`` and return its root."""
+    make_vif_release(root, id_form=form)
+    return root
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def test_parse_plain_lines() -> None:
+    text = (
+        "Reasoning:\nThe fox is in the box, the arrows are gone.\n\n"
+        "Text Instruction Following: 8.\nReference Consistency: 7.\n"
+        "Visual Instruction Adherence: 6.\nVisual Instruction Cleanliness: 10.\n"
+        "Scene Coherence: 5.\nVisual Quality: 9.\n"
+    )
+    assert vif.parse_vif_scores(text) == dict(zip(SIX, (8, 7, 6, 10, 5, 9), strict=True))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "**Visual Quality:** 7",
+        "**Visual Quality**: 7",
+        "Visual Quality: **7**",
+        "**Visual Quality: 7**",
+        "**Visual Quality:** **7**.",
+        "Visual Quality: 7.",
+        "visual quality: 7",
+        "VISUAL QUALITY:7",
+        "- **Visual Quality:** 7/10",
+    ],
+)
+def test_parse_markdown_and_case(line: str) -> None:
+    assert vif.parse_vif_scores(f"Reasoning: fine.\n{line}\n")["visual_quality"] == 7
+
+
+def test_parse_prompt_aliases() -> None:
+    text = "Vision Instruction Adherence: 4.\nVisual Instruction Residue: 9.\n"
+    parsed = vif.parse_vif_scores(text)
+    assert parsed["visual_instruction_adherence"] == 4
+    assert parsed["visual_instruction_cleanliness"] == 9
+    assert parsed["visual_quality"] is None
+    bold = vif.parse_vif_scores("**Visual Instruction Residue:** 3\n")
+    assert bold["visual_instruction_cleanliness"] == 3
+    assert bold["visual_instruction_adherence"] is None
+
+
+def test_parse_last_match_wins() -> None:
+    text = (
+        "Reasoning: I first thought Scene Coherence: 2 but the shadows agree.\n"
+        "Scene Coherence: 8.\nVisual Quality: 6.\n...\nRevised Visual Quality: 5.\n"
+    )
+    parsed = vif.parse_vif_scores(text)
+    assert parsed["scene_coherence"] == 8
+    assert parsed["visual_quality"] == 5
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Visual Quality: 10.", 10),
+        ("Visual Quality: 1", 1),
+        ("Visual Quality: 11", None),
+        ("Visual Quality: 0", None),
+        ("Visual Quality: 7.5", None),
+        ("Visual Quality: seven", None),
+        ("Visual Quality - 7", None),
+        ("NonVisual Quality: 7", None),
+    ],
+)
+def test_parse_only_whole_scores_1_to_10(text: str, expected: int | None) -> None:
+    assert vif.parse_vif_scores(text)["visual_quality"] == expected
+
+
+def test_parse_nothing() -> None:
+    for text in ("", "I cannot evaluate this image.", "Average: 7.2"):
+        parsed = vif.parse_vif_scores(text)
+        assert list(parsed) == list(SIX)
+        assert set(parsed.values()) == {None}
+
+
+def test_normalize_task_id() -> None:
+    assert vif.normalize_task_id("v6/n2_00") == "v6_n2_00"
+    assert vif.normalize_task_id("v6_n2_00") == "v6_n2_00"
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ({"file": "Image_0.png"}, ("reference", None)),
+        ({"file": "Image_3.png", "is_visual_instruction": True}, ("visual_instruction", None)),
+        ({"file": "layout.png", "is_visual_instruction": False}, ("reference", None)),
+        ({"file": "Image_1.png", "role": "visual_instruction", "type": "pose"},
+         ("visual_instruction", "pose")),
+        ({"file": "Image_1.png", "role": "VI"}, ("visual_instruction", None)),
+        ({"file": "Image_1.png", "role": "main"}, ("reference", "main")),
+        ({"file": "Image_1.png", "role": "reference", "kind": "scene"}, ("reference", "scene")),
+        ({"file": "Image_1.png", "type": "orientation"}, ("visual_instruction", "orientation")),
+        ({"file": "Image_1.png", "kind": "Light+Wind"}, ("visual_instruction", "Light+Wind")),
+        ({"file": "Image_1.png", "type": "sub"}, ("reference", "sub")),
+        ({"file": "Image_1.png", "type": "clothes"}, ("reference", "clothes")),
+        ({"file": "Image_2_layout.png"}, ("visual_instruction", "layout")),
+        ({"file": "vi_wind_light_arrow.png"}, ("visual_instruction", "light+wind")),
+        ({"file": "arrow.png"}, ("visual_instruction", "arrow")),
+        ({"file": "lighthouse.png"}, ("reference", None)),
+        ({"file": "wind_turbine.png", "role": "reference"}, ("reference", None)),
+    ],
+)
+def test_classify_image(entry: dict[str, Any], expected: tuple[str, str | None]) -> None:
+    assert vif.classify_image(entry) == expected
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_bad_json_line_is_located(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    lines = (root / "metadata.jsonl").read_text().splitlines()
+    lines[1] = lines[1][:-5]  # cut the closing of line 2
+    (root / "metadata.jsonl").write_text("\n".join(lines) + "\n")
+    problems = refused(root)
+    assert any(p.startswith("metadata.jsonl:2: bad JSON") for p in problems), problems
+
+
+def test_non_object_and_nan_lines(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    text = (root / "metadata.jsonl").read_text()
+    (root / "metadata.jsonl").write_text(text + "\n[1, 2]\n" + '{"id": "x", "n": NaN}\n')
+    problems = refused(root)
+    assert any(p.startswith("metadata.jsonl:5: expected a JSON object") for p in problems)
+    assert any(p.startswith("metadata.jsonl:6: bad JSON") and "NaN" in p for p in problems)
+
+
+def test_truncated_generation_is_refused(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    path = root / "generations/model-a/v1_n1_00.png"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    problems = refused(root)
+    assert any(p.startswith("generations/model-a/v1_n1_00.png: not a decodable image")
+               for p in problems), problems
+
+
+def test_truncated_task_image_is_refused(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    path = root / "tasks/v6_n2_00/Image_1.jpg"
+    path.write_bytes(path.read_bytes()[:200])
+    problems = refused(root)
+    assert any(p.startswith("metadata.jsonl:2: images[1].file: tasks/v6_n2_00/Image_1.jpg: "
+                            "not a decodable image") for p in problems), problems
+
+
+def test_path_leaving_the_release_is_refused(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    outside = root.parent / "outside.png"
+    outside.write_bytes((root / "tasks/v1_n1_00/Image_0.png").read_bytes())
+    items = rows(root)
+    items[0]["images"][0]["file"] = "../../../outside.png"
+    items[2]["images"][0]["file"] = "/etc/passwd"
+    write_rows(root, items)
+    problems = refused(root)
+    assert any(p.startswith("metadata.jsonl:1: images[0].file: path leaves the bundle")
+               for p in problems), problems
+    assert any(p.startswith("metadata.jsonl:3: images[0].file: absolute path not allowed")
+               for p in problems), problems
+
+
+def test_symlink_out_of_the_release_is_refused(
+    new_release: tuple[Path, dict[str, Any]],
+) -> None:
+    root, _ = new_release
+    outside = root.parent / "secret.png"
+    outside.write_bytes((root / "tasks/v1_n1_00/Image_0.png").read_bytes())
+    link = root / "generations/model-b/v6_n2_00.png"
+    link.symlink_to(outside)
+    problems = refused(root)
+    assert any(p.startswith("generations/model-b/v6_n2_00.png: path leaves the bundle")
+               for p in problems), problems
+
+
+def test_unknown_image_file(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    items = rows(root)
+    items[1]["images"][2]["file"] = "Image_9.png"
+    write_rows(root, items)
+    problems = refused(root)
+    assert any(p.startswith("metadata.jsonl:2: images[2].file: file not found") for p in problems)
+
+
+def test_duplicate_ids_in_either_form(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    items = rows(root)
+    copy = dict(items[0], id="v1/n1_00")  # the old form of the first task's id
+    write_rows(root, [*items, copy])
+    problems = refused(root)
+    assert any(p.startswith("metadata.jsonl:4: id: duplicate task id 'v1_n1_00'")
+               for p in problems), problems
+
+
+def test_wrong_types_and_missing_fields(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    items = rows(root)
+    items[0]["images"] = "Image_0.png"
+    items[1]["id"] = 7
+    items[2]["conflicts"] = ["wind"]
+    items[2]["in_vi_vs_ti_experiment"] = "yes"
+    items[2]["images"][1]["index"] = "0"
+    write_rows(root, [*items, {"instruction": "no id"}])
+    problems = refused(root)
+    for start in (
+        "metadata.jsonl:1: images: expected a list",
+        "metadata.jsonl:2: id: expected a non-empty string",
+        "metadata.jsonl:3: conflicts: expected an object",
+        "metadata.jsonl:3: in_vi_vs_ti_experiment: expected a boolean",
+        "metadata.jsonl:3: images[1].index: expected a whole number",
+        "metadata.jsonl:4: id: missing",
+    ):
+        assert any(p.startswith(start) for p in problems), (start, problems)
+
+
+def test_bad_image_indices(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    items = rows(root)
+    items[0]["images"][1]["index"] = 0
+    write_rows(root, items)
+    problems = refused(root)
+    assert any(p.startswith("metadata.jsonl:1: images: index values must be 0..1")
+               for p in problems), problems
+
+
+def test_missing_instruction(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    (root / "tasks/v6_n2_00/instruction.txt").unlink()
+    problems = refused(root)
+    assert any(p.startswith("metadata.jsonl:2: instruction: missing") for p in problems)
+
+
+def test_bad_task_json(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    (root / "tasks/v3/n3_01/arrows.json").write_text("{not json")
+    problems = refused(root)
+    assert any(p.startswith("tasks/v3/n3_01/arrows.json: bad JSON") for p in problems), problems
+
+
+def test_score_out_of_range_and_wrong_type(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    path = root / "results/model-a/gpt-5/scores.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[0]["visual_quality"] = 11
+    lines[1]["scene_coherence"] = 0
+    lines[2]["reference_consistency"] = "7"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    problems = refused(root)
+    for start in (
+        "results/model-a/gpt-5/scores.jsonl:1: visual_quality: score 11 outside 1..10",
+        "results/model-a/gpt-5/scores.jsonl:2: scene_coherence: score 0 outside 1..10",
+        "results/model-a/gpt-5/scores.jsonl:3: reference_consistency: expected a number",
+    ):
+        assert any(p.startswith(start) for p in problems), (start, problems)
+
+
+def test_unknown_ids_in_results_and_generations(
+    new_release: tuple[Path, dict[str, Any]],
+) -> None:
+    root, _ = new_release
+    path = root / "results/model-b/gpt-5/scores.jsonl"
+    path.write_text(path.read_text() + json.dumps({"id": "v9_n9_99", "visual_quality": 5})
+                    + "\n" + json.dumps({"id": "v1/n1_00"}) + "\n")
+    (root / "results/model-b/gpt-5/responses/v9_n9_98.txt").write_text("Visual Quality: 3.")
+    gen = root / "generations/model-a"
+    (gen / "v9_n9_97.png").write_bytes((gen / "v1_n1_00.png").read_bytes())
+    (gen / "v1" / "n1_00.png").parent.mkdir()
+    (gen / "v1" / "n1_00.png").write_bytes((gen / "v1_n1_00.png").read_bytes())
+    problems = refused(root)
+    for start in (
+        "results/model-b/gpt-5/scores.jsonl:2: id: no task 'v9_n9_99'",
+        "results/model-b/gpt-5/scores.jsonl:3: id: duplicate row for task 'v1_n1_00'",
+        "results/model-b/gpt-5/responses/v9_n9_98.txt: no task 'v9_n9_98'",
+        "generations/model-a/v9_n9_97.png: no task 'v9_n9_97'",
+    ):
+        assert any(p.startswith(start) for p in problems), (start, problems)
+    assert any("second generation for task 'v1_n1_00'" in p for p in problems), problems
+
+
+def test_unknown_score_fields_warn(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, expected = new_release
+    path = root / "results/model-a/gpt-5/scores.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[1]["visual_qualty"] = 3  # a typo must not vanish silently
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    data = vif.read(root)
+    ignored = [w for w in data.warnings if "fields ignored" in w.message]
+    assert [(w.file, w.line) for w in ignored] == [("results/model-a/gpt-5/scores.jsonl", 2)]
+    assert "visual_qualty" in ignored[0].message
+    assert len(data.judgments) == expected["judgments"]
+
+
+def test_oversized_response_is_refused(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    path = root / "results/model-a/gpt-5/responses/v1_n1_00.txt"
+    path.write_text("Reasoning: " + "x" * 1_000_001 + "\nVisual Quality: 7.\n")
+    problems = refused(root)
+    assert problems == ["results/model-a/gpt-5/responses/v1_n1_00.txt: text over 1 MB"]
+
+
+def test_problems_are_capped_at_20(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    text = (root / "metadata.jsonl").read_text()
+    (root / "metadata.jsonl").write_text(text + "{broken\n" * 30)
+    with pytest.raises(ImportRefused) as info:
+        vif.read(root)
+    assert len(info.value.problems) == 20
+    assert str(info.value.problems[0]).startswith("metadata.jsonl:4: bad JSON")
+
+
+def test_missing_metadata(tmp_path: Path) -> None:
+    (tmp_path / "tasks").mkdir()
+    problems = refused(tmp_path)
+    assert problems == ["metadata.jsonl: file not found"]
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def test_import_into_sqlite(tmp_path: Path) -> None:
+    """The fixture goes through detection, validation and the store like any import."""
+    root = tmp_path / "vif-release"
+    expected = make_vif_release(root)
+    assert importers.detect(root) == "vif-bench"
+    store = Store.open(tmp_path / "project.sqlite")
+    try:
+        summary = importers.import_path(store, root)
+        counts = store.counts()
+        for key in ("tasks", "images", "criteria", "judges", "outputs", "missing_outputs",
+                    "judgments", "questions", "annotations"):
+            assert counts[key] == expected[key], key
+        assert len(summary.warnings) == expected["warnings"]
+        judgments = store.judgments_df()
+        assert (judgments["parse_status"] == "unparsed").sum() == expected["unparsed_judgments"]
+        # importing the same release again changes nothing
+        importers.import_path(store, root)
+        assert store.counts()["judgments"] == expected["judgments"]
+        assert store.counts()["tasks"] == expected["tasks"]
+    finally:
+        store.close()
+
+
+def test_refused_import_writes_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "vif-release"
+    make_vif_release(root)
+    path = root / "generations/model-a/v1_n1_00.png"
+    path.write_bytes(path.read_bytes()[:100])
+    store = Store.open(tmp_path / "project.sqlite")
+    try:
+        with pytest.raises(ImportRefused):
+            importers.import_path(store, root)
+        counts = store.counts()
+        assert counts["tasks"] == counts["judgments"] == counts["outputs"] == 0
+    finally:
+        store.close()
