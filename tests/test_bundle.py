@@ -6,6 +6,7 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
 from bundles import db_checksum, read_jsonl
 
 from annotation.bundle import write_bundle
@@ -91,6 +92,26 @@ def test_export_then_import_reproduces_the_same_content(store, example_bundle, t
     for name in ("bundle.json", "tasks.jsonl", "outputs.jsonl", "judgments.jsonl",
                  "annotations.jsonl"):
         assert (out / name).read_bytes() == (out2 / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("source", ["demo", "vif-release"])
+def test_round_trip_of_the_demo_and_a_vif_release(source, tmp_path):
+    """Export of another format's import, re-imported, gives the same content."""
+    from annotation.project_files import DEMO_BUNDLE
+
+    if source == "demo":
+        path = DEMO_BUNDLE
+    else:
+        from vif_fixture import make_vif_release
+
+        path = tmp_path / "vif"
+        make_vif_release(path)
+    with Store.open(tmp_path / "a.db") as a, Store.open(tmp_path / "b.db") as b:
+        import_path(a, path)
+        write_bundle(a.read_project(), tmp_path / "out")
+        import_path(b, tmp_path / "out")
+        assert _content(a) == _content(b)
+        assert a.counts() == b.counts()
 
 
 def test_zip_bundle_imports_like_the_folder(tmp_path, example_bundle):
