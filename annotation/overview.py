@@ -79,3 +79,11 @@ def import_log_table(store: Store) -> pd.DataFrame:
         "by": log["user"],
     }).iloc[::-1].reset_index(drop=True)
 
+
+
+def import_warnings_table(store: Store) -> pd.DataFrame:
+    """Every warning of every import, one row each: ``import``, ``warning``."""
+    log = store.import_log()
+    rows = [{"import": row.import_id, "warning": w}
+            for row in log.itertuples() for w in row.warnings]
+    return pd.DataFrame(rows, columns=["import", "warning"])

@@ -43,5 +43,8 @@ with right:
             st.markdown(info["guidelines"])
 
 st.subheader("Import log")
-log = overview.import_log_table(store)
-st.dataframe(log, hide_index=True, width="stretch")
+st.dataframe(overview.import_log_table(store), hide_index=True, width="stretch")
+warnings = overview.import_warnings_table(store)
+if not warnings.empty:
+    with st.expander(f"{len(warnings):,} import warning(s)"):
+        st.dataframe(warnings, hide_index=True, width="stretch")

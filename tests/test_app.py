@@ -38,8 +38,11 @@ def test_home_page_shows_the_project(demo_db):
     assert generators["missing (refused)"].sum() == counts["missing_outputs"]
     judges = frames[2] if len(frames) > 3 else frames[1]
     assert "judge" in judges.columns or "criterion" in judges.columns
-    log = frames[-1]
+    log = next(f for f in frames if "format" in f.columns)
     assert list(log["format"]) == ["bundle"]
+    assert at.expander[0].label == "2 import warning(s)"
+    warnings = next(f for f in frames if "warning" in f.columns)
+    assert any("is missing" in w for w in warnings["warning"])
 
 
 def store_outputs(db: Path) -> list[str]:

@@ -1,0 +1,88 @@
+"""Screenshot app pages in a real browser, to look at what users see.
+
+    python scripts/screenshot.py [--db DB] [--out screenshots] [--page overview ...]
+
+Starts ``judge-audit serve`` on a free localhost port (the demo project without --db),
+opens each page in Debian's Chromium through Playwright (``/usr/bin/chromium``; install
+with ``apt-get install chromium``), waits until Streamlit has finished drawing, and writes
+``<out>/<page>.png``. A development tool, not part of the product.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+CHROMIUM = os.environ.get("JUDGE_AUDIT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+PAGES = {"overview": "", "annotate": "annotate", "conflicts": "conflicts", "trees": "trees",
+         "analytics": "analytics"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(port: int, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"the app did not start on port {port}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", help="project database (default: the demo project)")
+    parser.add_argument("--out", default="screenshots")
+    parser.add_argument("--page", action="append", choices=sorted(PAGES))
+    parser.add_argument("--width", type=int, default=1440)
+    parser.add_argument("--height", type=int, default=1000)
+    args = parser.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "annotation.cli", "serve", "--port", str(port)]
+    if args.db:
+        cmd += ["--db", args.db]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        wait_healthy(port)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": args.width, "height": args.height})
+            for name in args.page or list(PAGES):
+                page.goto(f"http://127.0.0.1:{port}/{PAGES[name]}")
+                page.wait_for_selector("[data-testid='stApp']")
+                # Streamlit draws after its script runs: wait until it reports not running
+                page.wait_for_function(
+                    "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                    timeout=30_000,
+                )
+                page.wait_for_timeout(800)
+                path = out / f"{name}.png"
+                page.screenshot(path=str(path), full_page=True)
+                print(path)
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,492 @@
+"""The synthetic demo bundle (annotation/demo.py) and the VI drawings (annotation/vi_draw.py).
+
+The demo must be byte-for-byte reproducible, small, internally consistent, and the
+committed ``data/demo`` folder must equal a fresh build (run ``python scripts/make_demo.py``
+after changing the builder).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path, PurePosixPath
+
+import pytest
+from PIL import Image
+
+from annotation import vi_draw
+from annotation.demo import build_demo_bundle
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "data" / "demo"
+MAX_BYTES = 3_000_000
+CRITERIA = [
+    "text_instruction_following",
+    "reference_consistency",
+    "visual_instruction_adherence",
+    "visual_instruction_cleanliness",
+    "scene_coherence",
+    "visual_quality",
+]
+
+
+def tree(root: Path, *, pixels: bool = False) -> dict[str, bytes]:
+    """Every file under ``root``: relative POSIX path -> bytes.
+
+    With ``pixels=True`` an image is compared by its decoded pixels, not its encoded bytes,
+    which another Pillow version may compress differently.
+    """
+
+    def content(p: Path) -> bytes:
+        if pixels and p.suffix in (".png", ".jpg", ".webp"):
+            with Image.open(p) as im:
+                return f"{im.mode}{im.size}".encode() + im.tobytes()
+        return p.read_bytes()
+
+    return {
+        p.relative_to(root).as_posix(): content(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def tree_diff(a: dict[str, bytes], b: dict[str, bytes]) -> list[str]:
+    only_a = sorted(set(a) - set(b))
+    only_b = sorted(set(b) - set(a))
+    changed = sorted(k for k in set(a) & set(b) if a[k] != b[k])
+    return (
+        [f"only in first: {k}" for k in only_a]
+        + [f"only in second: {k}" for k in only_b]
+        + [f"differs: {k}" for k in changed]
+    )
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:  # pragma: no cover - the assertion reports it
+            pytest.fail(f"{path.name}:{n}: not JSON: {exc}")
+        assert isinstance(obj, dict), f"{path.name}:{n}: not an object"
+        rows.append(obj)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    a = tmp_path_factory.mktemp("demo_a") / "demo"
+    b = tmp_path_factory.mktemp("demo_b") / "demo"
+    build_demo_bundle(a)
+    build_demo_bundle(b)
+    return a, b
+
+
+@pytest.fixture(scope="module")
+def demo(builds: tuple[Path, Path]) -> Path:
+    return builds[0]
+
+
+@pytest.fixture(scope="module")
+def data(demo: Path) -> dict:
+    return {
+        "bundle": json.loads((demo / "bundle.json").read_text(encoding="utf-8")),
+        "tasks": read_jsonl(demo / "tasks.jsonl"),
+        "outputs": read_jsonl(demo / "outputs.jsonl"),
+        "judgments": read_jsonl(demo / "judgments.jsonl"),
+        "annotations": read_jsonl(demo / "annotations.jsonl"),
+    }
+
+
+# ----------------------------------------------------------------- build properties
+
+
+def test_two_builds_are_byte_identical(builds: tuple[Path, Path]) -> None:
+    a, b = builds
+    ta, tb = tree(a), tree(b)
+    assert len(ta) > 20
+    assert tree_diff(ta, tb) == []
+
+
+def test_bundle_is_small(demo: Path) -> None:
+    total = sum(len(v) for v in tree(demo).values())
+    assert 100_000 < total < MAX_BYTES, f"demo bundle is {total} bytes"
+
+
+def test_expected_files(demo: Path) -> None:
+    for name in (
+        "bundle.json",
+        "tasks.jsonl",
+        "outputs.jsonl",
+        "judgments.jsonl",
+        "annotations.jsonl",
+    ):
+        assert (demo / name).is_file(), name
+
+
+def test_json_is_sorted_and_newline_terminated(demo: Path) -> None:
+    for name in ("tasks.jsonl", "outputs.jsonl", "judgments.jsonl", "annotations.jsonl"):
+        text = (demo / name).read_text(encoding="utf-8")
+        assert text.endswith("\n") and "\r" not in text, name
+        for line in text.splitlines():
+            obj = json.loads(line)
+            assert line == json.dumps(obj, ensure_ascii=False, sort_keys=True), name
+
+
+def test_committed_demo_equals_fresh_build(demo: Path) -> None:
+    assert COMMITTED.is_dir(), "data/demo is missing: run python scripts/make_demo.py"
+    diff = tree_diff(tree(COMMITTED, pixels=True), tree(demo, pixels=True))
+    assert diff == [], "data/demo drifted from the builder; run python scripts/make_demo.py:\n" + (
+        "\n".join(diff[:20])
+    )
+
+
+# -------------------------------------------------------------------- bundle content
+
+
+def test_header(data: dict) -> None:
+    b = data["bundle"]
+    assert b["name"] == "judge-audit demo"
+    assert b["benchmark"] == "VIF-Bench + TRACE-Bench (synthetic demo)"
+    assert b["format"] == "judge-audit-bundle/1"
+    assert [c["name"] for c in b["criteria"]] == CRITERIA
+    assert [c["label"] for c in b["criteria"]] == [
+        "Text Instruction Following",
+        "Reference Consistency",
+        "Visual Instruction Adherence",
+        "Visual Instruction Cleanliness",
+        "Scene Coherence",
+        "Visual Quality",
+    ]
+    for c in b["criteria"]:
+        assert (c["min"], c["max"], c["step"]) == (1, 10, 1)
+        assert len(c["rubric"]) > 80
+        assert set(c) <= {"name", "label", "min", "max", "step", "level", "rubric"}
+    assert [(j["name"], j["kind"]) for j in b["judges"]] == [
+        ("gpt-5", "vlm"),
+        ("gemini-2.5-pro", "vlm"),
+        ("qwen3-vl", "vlm"),
+    ]
+    assert "Can't tell" in b["guidelines"] and "1-10" in b["guidelines"]
+    assert set(b) <= {"format", "name", "benchmark", "criteria", "judges", "guidelines", "meta"}
+
+
+def _image_ok(demo: Path, rel: str) -> None:
+    parts = PurePosixPath(rel).parts
+    assert not rel.startswith("/") and ".." not in parts, rel
+    path = demo.joinpath(*parts)
+    assert path.is_file() and not path.is_symlink(), rel
+    with Image.open(path) as im:
+        assert im.format == "PNG", rel
+        im.load()
+        assert max(im.size) <= 512, (rel, im.size)
+        assert not im.info.get("exif") and "parameters" not in im.info, rel
+
+
+def test_tasks_and_images(demo: Path, data: dict) -> None:
+    tasks = data["tasks"]
+    assert 5 <= len(tasks) <= 8
+    ids = [t["task_id"] for t in tasks]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"demo-\d\d", i) for i in ids)
+    task_keys = {"task_id", "instruction", "images", "questions", "checklist_id", "meta"}
+    image_keys = {"path", "role", "kind", "label", "meta"}
+    for t in tasks:
+        assert set(t) <= task_keys
+        refs = [i for i in t["images"] if i["role"] == "reference"]
+        vis = [i for i in t["images"] if i["role"] == "visual_instruction"]
+        assert 1 <= len(refs) <= 4 and 1 <= len(vis) <= 3, t["task_id"]
+        assert len(refs) + len(vis) == len(t["images"])
+        assert any(i["kind"] == "layout" for i in vis), t["task_id"]
+        for img in t["images"]:
+            assert set(img) <= image_keys and img["kind"] and img["label"]
+            _image_ok(demo, img["path"])
+        # every Image_k the instruction names exists, and it names at least one
+        named = {int(k) for k in re.findall(r"Image_(\d+)", t["instruction"])}
+        assert named and max(named) < len(t["images"]), t["task_id"]
+        meta = t["meta"]
+        assert meta["formula"] and meta["layout"]
+        assert len(meta["layout"]) == sum(i["kind"] == "main" for i in refs)
+        for box in meta["layout"]:
+            x0, y0, x1, y1 = box["box"]
+            assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
+            assert t["images"][box["image"]]["role"] == "reference"
+    kinds = Counter(i["kind"] for t in tasks for i in t["images"] if i["role"] != "reference")
+    assert kinds["orientation"] >= 1 and kinds["pose"] >= 1
+    assert kinds["wind"] + kinds["light"] + kinds["light+wind"] >= 2
+    assert any("<b>bold?</b>" in t["instruction"] and "**" in t["instruction"] for t in tasks)
+
+
+def test_questions(data: dict) -> None:
+    all_ids: set[str] = set()
+    negative = dep = 0
+    for t in data["tasks"]:
+        qs = t["questions"]
+        assert 3 <= len(qs) <= 6, t["task_id"]
+        own = {q["question_id"] for q in qs}
+        for q in qs:
+            assert set(q) <= {
+                "question_id",
+                "text",
+                "pass_answer",
+                "operator",
+                "target",
+                "depends_on",
+                "meta",
+            }
+            assert q["question_id"].startswith(t["task_id"] + ".q")
+            assert q["pass_answer"] in ("yes", "no")
+            assert q["operator"] in ("f", "g", "⊕", "C") and q["target"]
+            negative += q["pass_answer"] == "no"
+            for parent in q.get("depends_on", []):
+                assert parent in own and parent != q["question_id"]
+                dep += 1
+        assert not own & all_ids
+        all_ids |= own
+    assert negative >= 1 and dep >= 1
+
+
+def test_outputs(demo: Path, data: dict) -> None:
+    outputs = data["outputs"]
+    tasks = {t["task_id"] for t in data["tasks"]}
+    ids = [o["output_id"] for o in outputs]
+    assert len(set(ids)) == len(ids)
+    pairs = Counter((o["task_id"], o["generator"]) for o in outputs)
+    assert max(pairs.values()) == 1
+    assert {o["generator"] for o in outputs} == {"nano-banana", "gpt-image-1", "qwen-image-edit"}
+    for o in outputs:
+        assert set(o) <= {"output_id", "task_id", "generator", "path", "missing", "meta"}
+        assert o["task_id"] in tasks
+        if o.get("missing"):
+            assert o["path"] is None
+        if o["path"] is not None:
+            _image_ok(demo, o["path"])
+    assert sum(bool(o.get("missing")) for o in outputs) == 1
+    assert sum(o["path"] is None and not o.get("missing") for o in outputs) == 1
+    defects = Counter(
+        d.split(":")[0] for o in outputs for d in o.get("meta", {}).get("defects", [])
+    )
+    assert defects["residue"] >= 1 and defects["misplaced"] >= 1
+
+
+def test_judgments_refer_to_existing_records(data: dict) -> None:
+    b = data["bundle"]
+    criteria = {c["name"]: c for c in b["criteria"]}
+    judges = {j["name"] for j in b["judges"]}
+    outputs = {o["output_id"]: o for o in data["outputs"]}
+    questions = {t["task_id"]: {q["question_id"] for q in t["questions"]} for t in data["tasks"]}
+    keys = Counter()
+    unparsed = 0
+    for j in data["judgments"]:
+        assert set(j) <= {
+            "judge",
+            "output_id",
+            "question_id",
+            "criterion",
+            "answer",
+            "score",
+            "raw",
+            "parse_status",
+        }
+        assert j["judge"] in judges
+        out = outputs[j["output_id"]]
+        assert not out.get("missing"), "a refusal cannot be judged"
+        assert ("question_id" in j) != ("criterion" in j)
+        assert j["raw"]
+        if "question_id" in j:
+            assert j["question_id"] in questions[out["task_id"]]
+            assert j["answer"] in ("yes", "no")
+            key = j["question_id"]
+        else:
+            c = criteria[j["criterion"]]
+            if j.get("parse_status") == "unparsed":
+                assert j["score"] is None
+                unparsed += 1
+            else:
+                assert isinstance(j["score"], int) and c["min"] <= j["score"] <= c["max"]
+                assert j.get("parse_status", "ok") == "ok"
+                label = {
+                    "visual_instruction_adherence": "Vision Instruction Adherence",
+                    "visual_instruction_cleanliness": "Visual Instruction Residue",
+                }.get(j["criterion"], c["label"])
+                assert f"\n{label}: {j['score']}." in j["raw"]
+                assert j["raw"].startswith("Reasoning: ")
+            key = j["criterion"]
+        keys[(j["judge"], j["output_id"], key)] += 1
+    assert max(keys.values()) == 1, "a judge answered twice"
+    assert unparsed == 1
+    # every judge answers everything about every output that exists
+    for o in outputs.values():
+        if o.get("missing"):
+            continue
+        for judge in judges:
+            for key in [*criteria, *questions[o["task_id"]]]:
+                assert keys[(judge, o["output_id"], key)] == 1, (judge, o["output_id"], key)
+
+
+def test_annotations(data: dict) -> None:
+    criteria = {c["name"] for c in data["bundle"]["criteria"]}
+    outputs = {o["output_id"]: o for o in data["outputs"]}
+    questions = {t["task_id"]: {q["question_id"] for q in t["questions"]} for t in data["tasks"]}
+    history: dict[tuple, list[dict]] = {}
+    answers = Counter()
+    for a in data["annotations"]:
+        assert set(a) <= {
+            "annotator",
+            "output_id",
+            "question_id",
+            "criterion",
+            "answer",
+            "score",
+            "note",
+            "created_at",
+        }
+        assert a["annotator"] in ("ann1", "ann2", "ann3")
+        out = outputs[a["output_id"]]
+        assert out["path"] is not None, "only outputs with an image can be annotated"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", a["created_at"])
+        if "question_id" in a:
+            assert a["question_id"] in questions[out["task_id"]]
+            assert a["answer"] in ("yes", "no", "cant_tell")
+            answers[a["answer"]] += 1
+            key = a["question_id"]
+        else:
+            assert a["criterion"] in criteria
+            assert isinstance(a["score"], int) and 1 <= a["score"] <= 10
+            key = a["criterion"]
+        history.setdefault((a["annotator"], a["output_id"], key), []).append(a)
+    assert answers["yes"] and answers["no"] and answers["cant_tell"]
+    corrected = [rows for rows in history.values() if len(rows) > 1]
+    assert len(corrected) >= 2
+    for rows in corrected:
+        assert rows[0]["created_at"] < rows[-1]["created_at"] and rows[-1].get("note")
+        value = "answer" if "answer" in rows[0] else "score"
+        assert rows[0][value] != rows[-1][value]
+    with_image = {o for o, row in outputs.items() if row["path"] is not None}
+    for ann in ("ann1", "ann2", "ann3"):
+        done = {o for (a, o, _k) in history if a == ann}
+        assert done <= with_image
+    covered = {o for (_a, o, _k) in history}
+    assert len(covered) >= len(with_image) - 1
+    assert any(
+        {o for (a, o, _k) in history if a == ann} != with_image for ann in ("ann2", "ann3")
+    ), "not every annotator should have done everything"
+
+
+def test_judges_agree_with_humans_but_not_perfectly(data: dict) -> None:
+    """Scores are correlated with the annotators' (shared hidden truth), yet not equal."""
+
+    def means(rows: list[dict]) -> dict[str, float]:
+        acc: dict[str, list[float]] = {}
+        for r in rows:
+            if r.get("criterion") and r.get("score") is not None:
+                acc.setdefault(r["output_id"], []).append(r["score"])
+        return {k: sum(v) / len(v) for k, v in acc.items()}
+
+    humans = means(data["annotations"])
+    for judge in ("gpt-5", "gemini-2.5-pro", "qwen3-vl"):
+        rows = [j for j in data["judgments"] if j["judge"] == judge]
+        jm = means(rows)
+        common = sorted(set(humans) & set(jm))
+        x = [jm[o] for o in common]
+        y = [humans[o] for o in common]
+        mx, my = sum(x) / len(x), sum(y) / len(y)
+        cov = sum((a - mx) * (b - my) for a, b in zip(x, y))
+        var = (sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y)) ** 0.5
+        r = cov / var
+        assert 0.5 < r < 0.999, (judge, r)
+
+
+# ------------------------------------------------------------------------- vi_draw
+
+
+def _mask_centroid(img: Image.Image, rgb: tuple[int, int, int], tol: int = 30) -> tuple:
+    px = img.load()
+    xs, ys = [], []
+    for y in range(0, img.height, 2):
+        for x in range(0, img.width, 2):
+            p = px[x, y]
+            if all(abs(p[i] - rgb[i]) <= tol for i in range(3)):
+                xs.append(x)
+                ys.append(y)
+    assert xs, f"colour {rgb} not found"
+    return sum(xs) / len(xs) / img.width, sum(ys) / len(ys) / img.height, len(xs)
+
+
+def _rgb(color: str) -> tuple[int, int, int]:
+    return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+
+
+def test_subject_color_palette() -> None:
+    colors = [vi_draw.subject_color(i) for i in range(len(vi_draw.PALETTE))]
+    assert len(set(colors)) == len(colors)
+    assert vi_draw.subject_color(len(colors)) == colors[0]
+    assert all(re.fullmatch(r"#[0-9A-F]{6}", c) for c in colors)
+    with pytest.raises(ValueError):
+        vi_draw.subject_color(-1)
+
+
+def test_layout_draws_each_box_in_its_colour() -> None:
+    boxes = [
+        {"subject": "cat", "box": [0.1, 0.5, 0.4, 0.9], "color": "#E6194B"},
+        {"subject": "mug", "box": [0.6, 0.2, 0.9, 0.6], "color": "#4363D8"},
+    ]
+    img = vi_draw.draw_layout(boxes, size=512)
+    assert img.size == (512, 512) and img.mode == "RGB"
+    assert img.getpixel((5, 5)) == (255, 255, 255)
+    assert img.getpixel((round(0.1 * 512) + 1, round(0.7 * 512))) == _rgb("#E6194B")
+    assert img.getpixel((round(0.9 * 512) - 1, round(0.4 * 512))) == _rgb("#4363D8")
+    assert vi_draw.draw_layout(boxes, size=512).tobytes() == img.tobytes()
+    with pytest.raises(ValueError):
+        vi_draw.draw_layout([{"subject": "x", "box": [0.5, 0.5, 0.2, 0.9]}])
+
+
+@pytest.mark.parametrize(
+    ("yaw", "pitch", "side"),
+    [(40, 0, "right"), (-40, 0, "left"), (30, 30, "up"), (20, -40, "down")],
+)
+def test_orientation_front_points_where_the_subject_faces(yaw: float, pitch: float, side: str):
+    img = vi_draw.draw_orientation(yaw, pitch, size=256)
+    cx, cy, _n = _mask_centroid(img, _rgb(vi_draw.PYRAMID_FRONT))
+    expected = {"right": cx > 0.52, "left": cx < 0.48, "up": cy < 0.48, "down": cy > 0.52}
+    assert expected[side], (yaw, pitch, cx, cy)
+
+
+def test_orientation_from_behind_hides_the_front_face() -> None:
+    front = _mask_centroid(vi_draw.draw_orientation(30, 0, size=256), _rgb(vi_draw.PYRAMID_FRONT))[
+        2
+    ]
+    back = vi_draw.draw_orientation(180, 0, size=256)
+    back_front = _mask_centroid(back, _rgb(vi_draw.PYRAMID_FRONT))[2]  # only edges remain
+    assert back_front < front / 5
+
+
+def test_arrows_colours_and_direction() -> None:
+    arrows = [
+        {"kind": "wind", "start": [0.1, 0.2], "end": [0.8, 0.2]},
+        {"kind": "light", "start": [0.5, 0.9], "end": [0.5, 0.4]},
+    ]
+    img = vi_draw.draw_arrows(arrows, size=256)
+    wx, wy, _ = _mask_centroid(img, _rgb(vi_draw.ARROW_COLORS["wind"]))
+    lx, ly, _ = _mask_centroid(img, _rgb(vi_draw.ARROW_COLORS["light"]))
+    assert abs(wy - 0.2) < 0.03 and 0.4 < wx < 0.6
+    assert abs(lx - 0.5) < 0.03 and 0.55 < ly < 0.75
+    # the head (end) is wider than the tail: more wind pixels in the right half
+    px = img.load()
+    cyan = _rgb(vi_draw.ARROW_COLORS["wind"])
+    left = sum(px[x, y] == cyan for x in range(20, 100) for y in range(40, 64))
+    right = sum(px[x, y] == cyan for x in range(120, 210) for y in range(40, 64))
+    assert right > left
+    with pytest.raises(ValueError):
+        vi_draw.draw_arrows([{"kind": "rain", "start": [0, 0], "end": [1, 1]}])
+
+
+def test_pose_is_deterministic_and_checks_joints() -> None:
+    a = vi_draw.draw_pose({"r_wrist": [0.3, 0.1]}, size=128)
+    assert a.tobytes() == vi_draw.draw_pose({"r_wrist": [0.3, 0.1]}, size=128).tobytes()
+    assert a.tobytes() != vi_draw.draw_pose(size=128).tobytes()
+    with pytest.raises(ValueError):
+        vi_draw.draw_pose({"tail": [0.5, 0.5]})
