@@ -120,7 +120,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     env = dict(os.environ, JUDGE_AUDIT_DB=str(db.resolve()))
     cmd = [sys.executable, "-m", "streamlit", "run", str(app),
            "--server.port", str(args.port), "--server.headless", "true",
-           "--browser.gatherUsageStats", "false"]
+           "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
     print(f"judge-audit: serving {db} on http://localhost:{args.port}", file=sys.stderr)
     return subprocess.call(cmd, env=env)
 

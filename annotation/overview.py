@@ -8,26 +8,28 @@ from annotation.store import Store
 
 
 def generators_table(store: Store) -> pd.DataFrame:
-    """One row per generator: outputs, outputs with an image, not at hand, missing."""
+    """One row per generator: outputs; with an image; judged but image not at hand;
+    missing (the generator produced nothing)."""
     outputs = store.outputs_df()
     if outputs.empty:
-        return pd.DataFrame(columns=["generator", "outputs", "with image", "image not at hand",
-                                     "missing (refused)"])
+        return pd.DataFrame(columns=["generator", "outputs", "with image", "not at hand",
+                                     "missing"])
     has_image = outputs["path"].notna()
     table = pd.DataFrame({
         "generator": outputs["generator"],
         "with image": has_image,
-        "image not at hand": ~has_image & (outputs["missing"] == 0),
-        "missing (refused)": outputs["missing"] == 1,
+        "not at hand": ~has_image & (outputs["missing"] == 0),
+        "missing": outputs["missing"] == 1,
     }).groupby("generator", sort=True).agg(
         outputs=("with image", "size"),
-        **{c: (c, "sum") for c in ["with image", "image not at hand", "missing (refused)"]},
+        **{c: (c, "sum") for c in ["with image", "not at hand", "missing"]},
     )
     return table.reset_index().astype({c: int for c in table.columns})
 
 
 def judges_table(store: Store) -> pd.DataFrame:
-    """One row per judge: kind, outputs judged, answers, scores, unparsed texts."""
+    """One row per judge: kind, outputs judged, checklist answers, criterion scores, and
+    answers whose text could not be parsed."""
     judges = store.judges_df()
     judgments = store.judgments_df()
     rows = []
@@ -36,13 +38,13 @@ def judges_table(store: Store) -> pd.DataFrame:
         rows.append({
             "judge": judge.name,
             "kind": judge.kind,
-            "outputs judged": mine["output_id"].nunique(),
-            "checklist answers": int(mine["question_id"].notna().sum()),
-            "criterion scores": int(mine["criterion"].notna().sum()),
+            "outputs": mine["output_id"].nunique(),
+            "answers": int(mine["question_id"].notna().sum()),
+            "scores": int(mine["criterion"].notna().sum()),
             "unparsed": int((mine["parse_status"] == "unparsed").sum()),
         })
-    return pd.DataFrame(rows, columns=["judge", "kind", "outputs judged", "checklist answers",
-                                       "criterion scores", "unparsed"])
+    return pd.DataFrame(rows, columns=["judge", "kind", "outputs", "answers",
+                                       "scores", "unparsed"])
 
 
 def criteria_table(store: Store) -> pd.DataFrame:

@@ -31,7 +31,13 @@ cols[5].metric("Annotators", f"{counts['annotators']:,}")
 left, right = st.columns(2)
 with left:
     st.subheader("Generators")
-    st.dataframe(overview.generators_table(store), hide_index=True, width="stretch")
+    st.dataframe(overview.generators_table(store), hide_index=True, width="stretch",
+                 column_config={
+                     "not at hand": st.column_config.NumberColumn(
+                         help="judged, but the image is not in the project"),
+                     "missing": st.column_config.NumberColumn(
+                         help="the generator produced nothing (a refusal or failure)"),
+                 })
     st.subheader("Rating criteria")
     st.dataframe(overview.criteria_table(store), hide_index=True, width="stretch")
 with right:
@@ -39,7 +45,7 @@ with right:
     st.dataframe(overview.judges_table(store), hide_index=True, width="stretch")
     if info.get("guidelines"):
         st.subheader("Guidelines")
-        with st.container(border=True):
+        with st.expander("Annotation guidelines of this project"):
             st.markdown(info["guidelines"])
 
 st.subheader("Import log")

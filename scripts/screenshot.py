@@ -43,6 +43,26 @@ def wait_healthy(port: int, timeout: float = 60) -> None:
     raise TimeoutError(f"the app did not start on port {port}")
 
 
+RENDERED_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]')
+    && !document.querySelector('[data-testid="stSkeleton"]')
+    && document.querySelector('[data-testid="stMainBlockContainer"] *') !== null"""
+
+
+def wait_rendered(page, quiet_ms: int = 1500, timeout_s: float = 30) -> None:
+    """Streamlit draws after its script runs: wait until it has been idle for ``quiet_ms``."""
+    deadline = time.time() + timeout_s
+    idle_since = None
+    while time.time() < deadline:
+        if page.evaluate(RENDERED_JS):
+            idle_since = idle_since or time.time()
+            if (time.time() - idle_since) * 1000 >= quiet_ms:
+                return
+        else:
+            idle_since = None
+        page.wait_for_timeout(200)
+    raise TimeoutError("the page did not finish rendering")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", help="project database (default: the demo project)")
@@ -68,12 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in args.page or list(PAGES):
                 page.goto(f"http://127.0.0.1:{port}/{PAGES[name]}")
                 page.wait_for_selector("[data-testid='stApp']")
-                # Streamlit draws after its script runs: wait until it reports not running
-                page.wait_for_function(
-                    "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                    timeout=30_000,
-                )
-                page.wait_for_timeout(800)
+                wait_rendered(page)
                 path = out / f"{name}.png"
                 page.screenshot(path=str(path), full_page=True)
                 print(path)

@@ -35,7 +35,7 @@ def test_home_page_shows_the_project(demo_db):
     frames = [df.value for df in at.dataframe]
     generators = frames[0]
     assert sorted(generators["generator"]) == sorted(set(store_outputs(demo_db)))
-    assert generators["missing (refused)"].sum() == counts["missing_outputs"]
+    assert generators["missing"].sum() == counts["missing_outputs"]
     judges = frames[2] if len(frames) > 3 else frames[1]
     assert "judge" in judges.columns or "criterion" in judges.columns
     log = next(f for f in frames if "format" in f.columns)
