@@ -1,20 +1,63 @@
-"""judge-audit: the Streamlit entry point. Layout only; the library does the work."""
+"""judge-audit: the Streamlit entry point. Layout only; the library does the work.
+
+The sign-in page is registered in every state (so a rerun after signing in, which
+requests it again, finds it); signed in, it forwards to the role's first page. The menu is
+drawn here with page links, so it lists only the pages the user's role may open.
+"""
 
 import streamlit as st
 
+from annotation.app_state import current_user, open_store, sign_in, sign_out
+from annotation.auth import oidc_configured, user_from_oidc
+
 st.set_page_config(page_title="judge-audit", page_icon=":material/fact_check:", layout="wide")
 
-pages = {
-    "Project": [
-        st.Page("pages/home.py", title="Overview", icon=":material/home:", default=True),
-    ],
-    "Annotate": [
-        st.Page("pages/annotate.py", title="Annotate outputs", icon=":material/edit_note:"),
-        st.Page("pages/conflicts.py", title="Verify conflict labels", icon=":material/rule:"),
-        st.Page("pages/trees.py", title="Review diagnostic trees", icon=":material/account_tree:"),
-    ],
-    "Analyze": [
-        st.Page("pages/analytics.py", title="Judge validation", icon=":material/monitoring:"),
-    ],
-}
-st.navigation(pages).run()
+store = open_store(st.session_state)
+user = current_user(st.session_state)
+if user is None and oidc_configured() and getattr(st.user, "is_logged_in", False):
+    user = user_from_oidc(store, st.user.get("email"))
+    if user is not None:
+        sign_in(st.session_state, user)
+
+login = st.Page("pages/login.py", title="Sign in", icon=":material/login:", url_path="login")
+annotate = [
+    st.Page("pages/annotate.py", title="Annotate outputs", icon=":material/edit_note:"),
+    st.Page("pages/conflicts.py", title="Verify conflict labels", icon=":material/rule:"),
+    st.Page("pages/trees.py", title="Review diagnostic trees", icon=":material/account_tree:"),
+]
+if user is None:
+    menu: dict[str, list] = {}
+elif user.role == "admin":
+    menu = {
+        "Project": [
+            st.Page("pages/home.py", title="Overview", icon=":material/home:"),
+            st.Page("pages/assignment.py", title="Assignment & progress",
+                    icon=":material/group:"),
+        ],
+        "Annotate": annotate,
+        "Analyze": [
+            st.Page("pages/analytics.py", title="Judge validation", icon=":material/monitoring:"),
+        ],
+    }
+else:
+    menu = {"Annotate": annotate}
+
+first = next((p for pages in menu.values() for p in pages), None)
+st.session_state["home_page"] = first
+others = [p for pages in menu.values() for p in pages if p is not first]
+navigation = st.navigation(([first] if first else []) + [login] + others, position="hidden")
+
+if user is not None:
+    with st.sidebar:
+        for section, pages in menu.items():
+            st.caption(section)
+            for page in pages:
+                st.page_link(page)
+        st.divider()
+        st.caption(f"Signed in as **{user.name}** ({user.role})")
+        if st.button("Sign out", icon=":material/logout:"):
+            sign_out(st.session_state)
+            if oidc_configured() and getattr(st.user, "is_logged_in", False):
+                st.logout()
+            st.rerun()
+navigation.run()

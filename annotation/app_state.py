@@ -1,19 +1,28 @@
-"""The app's link to its project database: which file, and one open store per session."""
+"""The app's link to its project and its signed-in user (one store per browser session)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import MutableMapping
 from pathlib import Path
+from typing import Any
 
-from annotation.store import Store
+from annotation.auth import User, session_valid
+from annotation.store import Store, now_iso
 
 ENV_DB = "JUDGE_AUDIT_DB"
+ENV_DEMO = "JUDGE_AUDIT_DEMO"
 
 
 def configured_db() -> Path | None:
     """The database the app serves: ``$JUDGE_AUDIT_DB`` (set by ``judge-audit serve``)."""
     value = os.environ.get(ENV_DB)
     return Path(value) if value else None
+
+
+def demo_mode() -> bool:
+    """True when serving the embedded demo project (``judge-audit serve`` without --db)."""
+    return os.environ.get(ENV_DEMO) == "1" or configured_db() is None
 
 
 def resolve_db() -> Path:
@@ -29,7 +38,7 @@ def resolve_db() -> Path:
     return db
 
 
-def open_store(session_state) -> Store:
+def open_store(session_state: MutableMapping[str, Any]) -> Store:
     """One store per browser session, kept in ``st.session_state``."""
     db = resolve_db()
     store = session_state.get("_store")
@@ -37,3 +46,27 @@ def open_store(session_state) -> Store:
         store = Store.open(db)
         session_state["_store"] = store
     return store
+
+
+def sign_in(session_state: MutableMapping[str, Any], user: User) -> None:
+    session_state["user"] = user
+    session_state["signed_in_at"] = session_state["last_seen"] = now_iso()
+
+
+def sign_out(session_state: MutableMapping[str, Any]) -> None:
+    for key in ("user", "signed_in_at", "last_seen", "annotate"):
+        session_state.pop(key, None)
+
+
+def current_user(session_state: MutableMapping[str, Any]) -> User | None:
+    """The signed-in user, or None (also when the session has expired: then signed out)."""
+    user = session_state.get("user")
+    if user is None:
+        return None
+    now = now_iso()
+    if not session_valid(session_state["signed_in_at"], session_state["last_seen"], now):
+        sign_out(session_state)
+        session_state["expired"] = True
+        return None
+    session_state["last_seen"] = now
+    return user

@@ -5,6 +5,14 @@
     judge-audit demo --db DB
     judge-audit serve [--db DB] [--port P]
     judge-audit info --db DB [--json]
+    judge-audit user add NAME --role annotator|admin [--email E] --db DB
+    judge-audit user list --db DB [--json]
+    judge-audit user disable|enable NAME --db DB
+    judge-audit user role NAME --role annotator|admin --db DB
+    judge-audit user passwd NAME --db DB
+
+``user add`` and ``user passwd`` ask for the password twice on a terminal; otherwise they
+read it from the first line of stdin (``echo "$PW" | judge-audit user passwd ann1 ...``).
 
 Exit codes: 0 success, 1 refused input (nothing written), 2 usage error.
 """
@@ -12,6 +20,7 @@ Exit codes: 0 success, 1 refused input (nothing written), 2 usage error.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import shutil
@@ -20,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from annotation import project_files
+from annotation import auth, project_files
 from annotation.importers import FORMATS, import_path
 from annotation.records import ImportRefused
 from annotation.store import SchemaTooNew, Store
@@ -113,16 +122,88 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     db = Path(args.db) if args.db else project_files.default_demo_db()
-    if not args.db and not db.exists():
-        print(f"building the demo project at {db} ...", file=sys.stderr)
-        project_files.build_demo_db(db)
+    if not args.db:
+        print(f"judge-audit: preparing the demo project at {db}", file=sys.stderr)
+        project_files.ensure_demo_db(db)
     app = project_files.app_path()
-    env = dict(os.environ, JUDGE_AUDIT_DB=str(db.resolve()))
+    env = dict(os.environ, JUDGE_AUDIT_DB=str(db.resolve()),
+               JUDGE_AUDIT_DEMO="0" if args.db else "1")
     cmd = [sys.executable, "-m", "streamlit", "run", str(app),
            "--server.port", str(args.port), "--server.headless", "true",
            "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
     print(f"judge-audit: serving {db} on http://localhost:{args.port}", file=sys.stderr)
     return subprocess.call(cmd, env=env)
+
+
+def _cli_actor() -> str:
+    """Who runs a ``user`` command, for the audit log: ``cli:<OS user>``."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # no user name in the environment
+        return "cli"
+
+
+def _read_password() -> str:
+    """The new password: asked twice on a terminal, else the first line of stdin."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        first = getpass.getpass("password: ")
+        if getpass.getpass("password (again): ") != first:
+            raise auth.AccountError("the two passwords do not match")
+        return first
+    line = sys.stdin.readline() if sys.stdin is not None else ""
+    if not line:
+        raise auth.AccountError("no password: pipe it on stdin or run on a terminal")
+    return line.removesuffix("\n").removesuffix("\r")
+
+
+def cmd_user(args: argparse.Namespace) -> int:
+    action = args.user_command
+    if action != "add" and not Path(args.db).exists():
+        print(f"{args.db}: no such database", file=sys.stderr)
+        return 1
+    actor = _cli_actor()
+    try:
+        if action == "add":
+            auth.check_name(args.name)  # before creating a database for nothing
+        with Store.open(args.db) as store:
+            if action == "add":
+                taken = {n.lower(): n for n in auth.list_users(store)["name"]}
+                if args.name.lower() in taken:  # before asking for a password
+                    raise auth.DuplicateUser(
+                        f"a user named {taken[args.name.lower()]!r} already exists"
+                    )
+                user = auth.add_user(store, args.name, args.role, _read_password(),
+                                     actor=actor, email=args.email)
+                print(f"added {user.role} {user.name!r}")
+            elif action == "list":
+                df = auth.list_users(store)
+                if args.json:
+                    print(json.dumps(df.to_dict("records"), indent=2, ensure_ascii=False))
+                elif df.empty:
+                    print("no users")
+                else:
+                    df["status"] = df["disabled"].map({True: "disabled", False: "enabled"})
+                    df["email"] = df["email"].fillna("")
+                    cols = ["name", "role", "status", "email", "created_at"]
+                    print(df[cols].to_string(index=False))
+            elif action in ("disable", "enable"):
+                change = auth.disable_user if action == "disable" else auth.enable_user
+                changed = change(store, args.name, actor)
+                print(f"{args.name!r} {action}d" if changed
+                      else f"{args.name!r} was already {action}d")
+            elif action == "role":
+                changed = auth.set_role(store, args.name, args.role, actor)
+                print(f"{args.name!r} is now {args.role}" if changed
+                      else f"{args.name!r} was already {args.role}")
+            elif action == "passwd":
+                if args.name not in set(auth.list_users(store)["name"]):
+                    raise auth.UnknownUser(f"no user named {args.name!r}")
+                auth.set_password(store, args.name, _read_password(), actor)
+                print(f"password of {args.name!r} changed")
+    except auth.AccountError as exc:
+        print(f"judge-audit user {action}: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,6 +246,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", required=True)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("user", help="manage the accounts of the app")
+    users = p.add_subparsers(dest="user_command", required=True)
+    u = users.add_parser("add", help="create an account (password on a terminal or stdin)")
+    u.add_argument("name", help="1-64 letters, digits, '.', '_', '-', '@'")
+    u.add_argument("--role", required=True, choices=auth.ROLES)
+    u.add_argument("--email", help="the e-mail an OIDC sign-in maps to this account")
+    u.add_argument("--db", required=True, help="project database (created if missing)")
+    u = users.add_parser("list", help="the accounts (never their password hashes)")
+    u.add_argument("--db", required=True)
+    u.add_argument("--json", action="store_true", help="machine-readable output")
+    for name, text in (("disable", "stop an account from signing in"),
+                       ("enable", "allow a disabled account again"),
+                       ("passwd", "set a new password (on a terminal or stdin)")):
+        u = users.add_parser(name, help=text)
+        u.add_argument("name")
+        u.add_argument("--db", required=True)
+    u = users.add_parser("role", help="make an account annotator or admin")
+    u.add_argument("name")
+    u.add_argument("--role", required=True, choices=auth.ROLES)
+    u.add_argument("--db", required=True)
+    p.set_defaults(func=cmd_user)
     return parser
 
 

@@ -150,6 +150,64 @@ MIGRATIONS: list[str] = [
         SELECT a.* FROM annotations a
         WHERE NOT EXISTS (SELECT 1 FROM annotations b WHERE b.supersedes = a.annotation_id);
     """,
+    # 1 -> 2: accounts, the annotation workflow (assignment, reservations, submissions,
+    # active time, flags) and an audit log.
+    """
+    CREATE TABLE users (
+        name TEXT PRIMARY KEY,
+        role TEXT NOT NULL CHECK (role IN ('annotator', 'admin')),
+        password_hash TEXT,
+        email TEXT,
+        disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE audit_log (
+        event_id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        actor TEXT,
+        action TEXT NOT NULL,
+        subject TEXT,
+        detail TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX audit_log_subject ON audit_log(subject, at);
+    CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    CREATE TABLE sample (
+        output_id TEXT PRIMARY KEY REFERENCES outputs(output_id)
+    );
+    CREATE TABLE reservations (
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        annotator TEXT NOT NULL,
+        reserved_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (output_id, annotator)
+    );
+    CREATE TABLE submissions (
+        annotator TEXT NOT NULL,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        submitted_at TEXT NOT NULL,
+        PRIMARY KEY (annotator, output_id)
+    );
+    CREATE TABLE item_time (
+        visit_id INTEGER PRIMARY KEY,
+        annotator TEXT NOT NULL,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        started_at TEXT NOT NULL,
+        active_seconds REAL NOT NULL DEFAULT 0
+    );
+    CREATE INDEX item_time_item ON item_time(annotator, output_id);
+    CREATE TABLE flags (
+        flag_id INTEGER PRIMARY KEY,
+        annotator TEXT NOT NULL,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        reason TEXT NOT NULL CHECK (reason IN ('broken_image', 'ambiguous_question', 'other')),
+        question_id TEXT REFERENCES questions(question_id),
+        note TEXT,
+        created_at TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

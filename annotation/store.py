@@ -157,17 +157,19 @@ class Store:
     def project_info(self) -> dict[str, Any]:
         return {k: v for k, v in self.conn.execute("SELECT key, value FROM project")}
 
-    def _df(self, sql: str, params: Iterable[Any] = ()) -> pd.DataFrame:
+    def query_df(self, sql: str, params: Iterable[Any] = ()) -> pd.DataFrame:
+        """Run a read-only query and return a DataFrame (for the storage-layer modules)."""
         return pd.read_sql_query(sql, self.conn, params=list(params))
 
     def import_log(self) -> pd.DataFrame:
-        df = self._df("SELECT * FROM imports ORDER BY import_id")
+        df = self.query_df("SELECT * FROM imports ORDER BY import_id")
         df["counts"] = df["counts"].map(json.loads)
         df["warnings"] = df["warnings"].map(json.loads)
         return df
 
     def tasks_df(self) -> pd.DataFrame:
-        return self._df("SELECT task_id, instruction, checklist_id, meta FROM tasks ORDER BY rowid")
+        return self.query_df(
+            "SELECT task_id, instruction, checklist_id, meta FROM tasks ORDER BY rowid")
 
     def images_df(self, task_id: str | None = None) -> pd.DataFrame:
         sql = (
@@ -175,23 +177,23 @@ class Store:
             " f.format, f.width, f.height FROM images i JOIN files f USING (sha256)"
         )
         if task_id is None:
-            return self._df(sql + " ORDER BY i.task_id, i.idx")
-        return self._df(sql + " WHERE i.task_id = ? ORDER BY i.idx", [task_id])
+            return self.query_df(sql + " ORDER BY i.task_id, i.idx")
+        return self.query_df(sql + " WHERE i.task_id = ? ORDER BY i.idx", [task_id])
 
     def questions_df(self) -> pd.DataFrame:
-        return self._df("SELECT * FROM questions ORDER BY checklist_id, position")
+        return self.query_df("SELECT * FROM questions ORDER BY checklist_id, position")
 
     def criteria_df(self) -> pd.DataFrame:
-        return self._df("SELECT * FROM criteria ORDER BY position")
+        return self.query_df("SELECT * FROM criteria ORDER BY position")
 
     def judges_df(self) -> pd.DataFrame:
-        return self._df("SELECT * FROM judges ORDER BY name")
+        return self.query_df("SELECT * FROM judges ORDER BY name")
 
     def outputs_df(self) -> pd.DataFrame:
-        return self._df("SELECT * FROM outputs ORDER BY rowid")
+        return self.query_df("SELECT * FROM outputs ORDER BY rowid")
 
     def judgments_df(self) -> pd.DataFrame:
-        return self._df(
+        return self.query_df(
             "SELECT judge, output_id, question_id, criterion, answer, score, raw, parse_status"
             " FROM judgments ORDER BY judgment_id"
         )
@@ -199,7 +201,7 @@ class Store:
     def annotations_df(self, *, history: bool = False) -> pd.DataFrame:
         """Current human answers, or with ``history=True`` every row ever written."""
         table = "annotations" if history else "current_annotations"
-        return self._df(f"SELECT * FROM {table} ORDER BY annotation_id")
+        return self.query_df(f"SELECT * FROM {table} ORDER BY annotation_id")
 
     def media_path(self, sha256: str, fmt: str) -> Path:
         return self.media_dir / sha256[:2] / f"{sha256}.{EXTENSIONS.get(fmt, 'bin')}"
@@ -422,6 +424,11 @@ class Store:
         for a in ordered:
             created = a.created_at or stamp
             self._append_annotation(conn, a, created, f"import:{import_id}", import_id)
+        # answers made elsewhere count as submitted items for the assignment rules
+        conn.executemany(
+            "INSERT OR IGNORE INTO submissions (annotator, output_id, submitted_at)"
+            " VALUES (?, ?, ?)",
+            sorted({(a.annotator, a.output_id, stamp) for a in annotations}))
 
     def _append_annotation(
         self,

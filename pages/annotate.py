@@ -1,9 +1,236 @@
-"""Placeholder page (issue #3)."""
+"""The annotator workspace: one output at a time, keyboard first, blind.
 
-from annotation.widgets import not_built
+Layout only: the controller is annotation.session.AnnotationSession; images come from the
+thumbnail cache in annotation.render. No pass answer, judge output or generator name is
+ever put on this page (AnnotatorItem has no field for them).
+"""
 
-not_built(
-    "Annotate outputs",
-    "the annotator workspace (checklist and 1-10 ratings, keyboard first, blind, multi-annotator)",
-    issue=3,
-)
+import streamlit as st
+
+from annotation import render, workflow
+from annotation.app_state import open_store
+from annotation.checklist import group_questions
+from annotation.session import AnnotationSession
+from annotation.widgets import inert, require
+
+ANSWER_TEXT = {"yes": "Yes", "no": "No", "cant_tell": "Can't tell"}
+
+user = require()
+store = open_store(st.session_state)
+session = AnnotationSession(store, user.name, st.session_state.setdefault("annotate", {}))
+guidelines = store.project_info().get("guidelines")
+
+# ------------------------------------------------------------------ first visit: guidelines
+if guidelines and not session.state.get("guidelines_seen"):
+    done, _ = session.progress()
+    if done == 0:
+        st.title("Before you start")
+        with st.container(border=True):
+            st.markdown(guidelines)
+        if st.button("I have read the guidelines: start", type="primary", shortcut="Enter"):
+            session.state["guidelines_seen"] = True
+            st.rerun()
+        st.stop()
+    session.state["guidelines_seen"] = True
+
+if session.output_id is None:
+    done, total = session.progress()
+    st.title("All done")
+    st.success(f"You have submitted {done} item(s); nothing is waiting for you right now.")
+    if st.button("Review my previous item", shortcut="B", icon=":material/undo:"):
+        session.back()
+        st.rerun()
+    st.stop()
+
+item = session.item
+mine = session.answers()
+gate = session.applicable()
+targets = session.targets()
+current = session.current
+done, total = session.progress()
+
+# ------------------------------------------------------------------ header
+head, bar = st.columns([3, 2], vertical_alignment="bottom")
+with head:
+    st.subheader(f"Task {inert(item.task_id)}", anchor=False)
+    if session.state.get("reviewing"):
+        st.caption(":orange[Reviewing an item you already submitted: changes are kept as "
+                   "history.]")
+with bar:
+    st.progress(min(done / total, 1.0) if total else 1.0,
+                text=f"Your progress: {done} of {total} items")
+if guidelines:
+    with st.sidebar.expander("Guidelines", icon=":material/menu_book:"):
+        st.markdown(guidelines)
+
+view, answer_panel = st.columns([3, 2], gap="large")
+
+# ------------------------------------------------------------------ the item
+with view:
+    with st.container(border=True):
+        st.caption("Text instruction")
+        st.text(item.instruction)
+    for role, title in (("reference", "Reference images"),
+                        ("visual_instruction", "Visual instructions")):
+        group = [im for im in item.images if im.role == role]
+        if not group:
+            continue
+        st.caption(title)
+        per_row = min(max(len(group), 4), 7)
+        columns = st.columns(per_row)
+        for i, image in enumerate(group):
+            with columns[i % per_row]:
+                st.image(str(render.thumbnail(store, image.sha256, 256)),
+                         caption=image.short_caption, width="stretch")
+
+    st.caption("Generated output")
+    if item.output_sha256 is None:
+        st.warning("The image of this output is not in the project: it cannot be annotated. "
+                   "Flag it (F) so an admin can remove it from the sample.")
+    else:
+        shapes = render.overlay_layers(item.task_meta)
+        tools = st.columns([2, 2, 1], vertical_alignment="center")
+        show_guides = bool(shapes) and tools[0].toggle(
+            "Layout guides", key="guides",
+            help="Draw the instructed boxes and arrows, semi-transparent, over the output")
+        compare = tools[1].selectbox(
+            "Compare with", [None] + [im.index for im in item.images],
+            key=f"compare-{item.output_id}", label_visibility="collapsed",
+            format_func=lambda i: "Compare side by side with ..." if i is None
+            else f"Compare with Image_{i}")
+        if tools[2].button("Enlarge", icon=":material/zoom_in:", shortcut="E", width="stretch"):
+            @st.dialog("Generated output", width="large")
+            def enlarge() -> None:
+                st.image(str(render.thumbnail(store, item.output_sha256, 2048)),
+                         width="stretch")
+            enlarge()
+        output_col, other_col = st.columns(2) if compare is not None else (st.container(), None)
+        with output_col:
+            if show_guides:
+                st.image(render.overlay_png(store, item.output_sha256, item.task_meta, 1024),
+                         width="content")
+            else:
+                st.image(str(render.thumbnail(store, item.output_sha256, 1024)),
+                         width="content")
+        if other_col is not None:
+            chosen = next(im for im in item.images if im.index == compare)
+            with other_col:
+                st.image(str(render.thumbnail(store, chosen.sha256, 1024)), width="content",
+                         caption=chosen.caption)
+
+# ------------------------------------------------------------------ questions and ratings
+with answer_panel:
+    if current is not None and current.is_question:
+        question = next(q for q in item.questions if q.question_id == current.key)
+        with st.container(border=True):
+            heading = " · ".join(p for p in (question.operator, question.target) if p)
+            if heading:
+                st.caption(heading)
+            st.markdown(f"**{inert(question.text)}**")
+            given = mine.answers.get(question.question_id)
+            if given:
+                st.caption(f"Your answer: {ANSWER_TEXT[given]}")
+            row = st.columns([1, 1, 1.5])
+            if row[0].button("Yes", shortcut="Y", width="stretch",
+                             type="primary" if given == "yes" else "secondary"):
+                session.answer("yes")
+                st.rerun()
+            if row[1].button("No", shortcut="N", width="stretch",
+                             type="primary" if given == "no" else "secondary"):
+                session.answer("no")
+                st.rerun()
+            if row[2].button("Can't tell", shortcut="U", width="stretch",
+                             type="primary" if given == "cant_tell" else "secondary"):
+                session.answer("cant_tell")
+                st.rerun()
+    elif current is not None:
+        crit = next(c for c in item.criteria if c.name == current.key)
+        with st.container(border=True):
+            st.caption(f"Rating {crit.min:g}-{crit.max:g}")
+            st.markdown(f"**{inert(crit.label)}**")
+            given = mine.scores.get(crit.name)
+            if given is not None:
+                st.caption(f"Your score: {given:g}")
+            values = [v for v in range(int(crit.min), int(crit.max) + 1)]
+            row = st.columns(len(values))
+            for value, col in zip(values, row):
+                key = "0" if value == 10 else str(value)
+                usable = len(values) <= 10 and 0 <= value <= 10
+                if col.button(str(value), shortcut=key if usable else None, width="stretch",
+                              type="primary" if given == value else "secondary",
+                              key=f"score-{value}"):
+                    session.score(float(value))
+                    st.rerun()
+            if crit.rubric:
+                with st.expander("Rubric", expanded=True):
+                    st.markdown(crit.rubric)
+
+    nav = st.columns(2)
+    if nav[0].button("Previous", shortcut="K", icon=":material/arrow_upward:", width="stretch"):
+        session.move(-1)
+        st.rerun()
+    if nav[1].button("Next", shortcut="J", icon=":material/arrow_downward:", width="stretch"):
+        session.move(1)
+        st.rerun()
+
+    st.caption("Checklist")
+    index = {t.key: i for i, t in enumerate(targets)}
+    for heading, questions in group_questions(item.questions):
+        if heading:
+            st.markdown(f":gray[{inert(heading)}]")
+        for q in questions:
+            i = index[q.question_id]
+            given = mine.answers.get(q.question_id)
+            here = i == session.cursor
+            text = inert(q.text)
+            if not gate[q.question_id]:
+                st.markdown(f":gray[~~{text}~~ (not applicable)]")
+                continue
+            st.markdown(f"**▶ {text}**" if here else text)
+            key = f"q-{item.output_id}-{q.question_id}-{given}"
+            st.segmented_control(
+                text, ["yes", "no", "cant_tell"], default=given, key=key,
+                format_func=ANSWER_TEXT.get, label_visibility="collapsed",
+                on_change=lambda k=key, qid=q.question_id: session.answer_question(
+                    qid, st.session_state[k]) if st.session_state[k] else None)
+    if item.criteria:
+        st.caption("Ratings")
+        for c in item.criteria:
+            i = index[c.name]
+            given = mine.scores.get(c.name)
+            here = i == session.cursor
+            st.markdown(f"**▶ {inert(c.label)}**" if here else inert(c.label))
+            key = f"c-{item.output_id}-{c.name}-{given}"
+            values = list(range(int(c.min), int(c.max) + 1))
+            st.pills(
+                c.label, values, default=int(given) if given is not None else None, key=key,
+                label_visibility="collapsed",
+                on_change=lambda k=key, name=c.name: session.score_criterion(
+                    name, float(st.session_state[k])) if st.session_state[k] is not None
+                else None)
+
+    complete = session.complete()
+    actions = st.columns([2, 1, 1])
+    if actions[0].button("Submit item", shortcut="Enter", type="primary", disabled=not complete,
+                         icon=":material/done_all:", width="stretch"):
+        session.submit()
+        st.rerun()
+    if actions[1].button("Back", shortcut="B", icon=":material/undo:", width="stretch",
+                         help="Reopen the item you submitted before this one"):
+        session.back()
+        st.rerun()
+    if actions[2].button("Flag", shortcut="F", icon=":material/flag:", width="stretch"):
+        @st.dialog("Flag this item")
+        def flag_dialog() -> None:
+            reason = st.radio("Reason", workflow.FLAG_REASONS,
+                              format_func=lambda r: r.replace("_", " ").capitalize())
+            note = st.text_area("Note (optional)")
+            if st.button("Flag", type="primary"):
+                session.flag(reason, note or None)
+                st.session_state["flagged"] = True
+                st.rerun()
+        flag_dialog()
+    if st.session_state.pop("flagged", False):
+        st.toast("Flag recorded. An admin will look at it.")
+    if not complete:
+        st.caption(f"{len(session.remaining())} answer(s) left before you can submit.")

@@ -22,8 +22,9 @@ from pathlib import Path
 CHROMIUM = os.environ.get("JUDGE_AUDIT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-PAGES = {"overview": "", "annotate": "annotate", "conflicts": "conflicts", "trees": "trees",
-         "analytics": "analytics"}
+PAGES = {"login": None, "overview": "Overview", "assignment": "Assignment & progress",
+         "annotate": "Annotate outputs", "conflicts": "Verify conflict labels",
+         "trees": "Review diagnostic trees", "analytics": "Judge validation"}
 
 
 def free_port() -> int:
@@ -63,6 +64,14 @@ def wait_rendered(page, quiet_ms: int = 1500, timeout_s: float = 30) -> None:
     raise TimeoutError("the page did not finish rendering")
 
 
+def sign_in(page, user: str, password: str) -> None:
+    page.locator("input[aria-label='Name']").fill(user)
+    page.locator("input[type='password']").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_selector("[data-testid='stSidebar']")
+    wait_rendered(page)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", help="project database (default: the demo project)")
@@ -70,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page", action="append", choices=sorted(PAGES))
     parser.add_argument("--width", type=int, default=1440)
     parser.add_argument("--height", type=int, default=1000)
+    parser.add_argument("--user", default="admin", help="sign in as (demo: admin, alice, ...)")
+    parser.add_argument("--password", default="demo-admin")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -85,9 +96,16 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": args.width, "height": args.height})
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.wait_for_selector("[data-testid='stApp']")
+            wait_rendered(page)
             for name in args.page or list(PAGES):
-                page.goto(f"http://127.0.0.1:{port}/{PAGES[name]}")
-                page.wait_for_selector("[data-testid='stApp']")
+                if name == "login":
+                    pass
+                else:
+                    if page.locator("input[aria-label='Name']").count():
+                        sign_in(page, args.user, args.password)
+                    page.get_by_role("link", name=PAGES[name]).click()
                 wait_rendered(page)
                 path = out / f"{name}.png"
                 page.screenshot(path=str(path), full_page=True)

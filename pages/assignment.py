@@ -1,0 +1,58 @@
+"""Admin: overlap, sample, progress per annotator and generator, flags, accounts."""
+
+import streamlit as st
+
+from annotation import auth, workflow
+from annotation.app_state import open_store
+from annotation.widgets import require
+
+user = require("admin")
+store = open_store(st.session_state)
+settings = workflow.get_settings(store)
+
+st.title("Assignment & progress")
+done, needed = workflow.overall_progress(store)
+st.progress(min(done / needed, 1.0) if needed else 1.0,
+            text=f"Overall: {done} of {needed} annotations needed "
+                 f"({settings.overlap} per output)")
+
+left, right = st.columns(2)
+with left, st.form("settings"):
+    st.subheader("Overlap", anchor=False)
+    overlap = st.number_input("Distinct annotators per output", 1, 20, settings.overlap)
+    minutes = st.number_input("Reservation timeout (minutes)", 1, 24 * 60,
+                              settings.reservation_minutes,
+                              help="An item opened but not answered is offered to someone "
+                                   "else after this long")
+    if st.form_submit_button("Save"):
+        workflow.set_settings(store, user.name, overlap=int(overlap),
+                              reservation_minutes=int(minutes))
+        st.rerun()
+with right, st.form("sample"):
+    st.subheader("Sample", anchor=False)
+    total = len(workflow.annotatable_outputs(store))
+    current = len(workflow.eligible_outputs(store))
+    st.caption(f"{current} of {total} annotatable outputs are in the current sample.")
+    mode = st.radio("Which outputs", workflow.SAMPLE_MODES, horizontal=True,
+                    format_func={"all": "All", "uniform": "Uniform random",
+                                 "stratified": "Stratified by generator"}.get)
+    size = st.number_input("Sample size", 1, max(total, 1), min(168, max(total, 1)))
+    seed = st.number_input("Seed", 0, 2**31 - 1, 0)
+    if st.form_submit_button("Draw"):
+        workflow.draw_sample(store, user.name, mode, int(size) if mode != "all" else None,
+                             int(seed))
+        st.rerun()
+
+st.subheader("Per annotator", anchor=False)
+st.dataframe(workflow.progress_by_annotator(store), hide_index=True, width="stretch")
+st.subheader("Per generator", anchor=False)
+st.dataframe(workflow.progress_by_generator(store), hide_index=True, width="stretch")
+st.subheader("Flags", anchor=False)
+flags = workflow.flags_df(store)
+if flags.empty:
+    st.caption("No flags.")
+else:
+    st.dataframe(flags, hide_index=True, width="stretch")
+st.subheader("Accounts", anchor=False)
+st.dataframe(auth.list_users(store), hide_index=True, width="stretch")
+st.caption("Add, disable or change accounts with `judge-audit user ...` (see docs/accounts.md).")
