@@ -29,8 +29,9 @@ def require(role: str | None = None) -> User:
     return user
 
 
-def not_built(title: str, what: str, issue: int) -> None:
+def not_built(title: str, what: str, issue: int, role: str | None = None) -> None:
     """Say plainly that a page is not built yet, and which issue brings it."""
+    require(role)
     st.title(title)
     st.warning(
         f"Not built yet: {what} comes with issue #{issue}. The data it needs is already in "

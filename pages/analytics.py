@@ -6,4 +6,5 @@ not_built(
     "Judge validation",
     "the judge-validation statistics, report and dashboard",
     issue=4,
+    role="admin",
 )

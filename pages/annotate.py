@@ -95,7 +95,7 @@ with view:
             help="Draw the instructed boxes and arrows, semi-transparent, over the output")
         compare = tools[1].selectbox(
             "Compare with", [None] + [im.index for im in item.images],
-            key=f"compare-{item.output_id}", label_visibility="collapsed",
+            key=f"compare-{item.token}", label_visibility="collapsed",
             format_func=lambda i: "Compare side by side with ..." if i is None
             else f"Compare with Image_{i}")
         if tools[2].button("Enlarge", icon=":material/zoom_in:", shortcut="E", width="stretch"):
@@ -187,7 +187,7 @@ with answer_panel:
                 st.markdown(f":gray[~~{text}~~ (not applicable)]")
                 continue
             st.markdown(f"**▶ {text}**" if here else text)
-            key = f"q-{item.output_id}-{q.question_id}-{given}"
+            key = f"q-{item.token}-{q.question_id}-{given}"
             st.segmented_control(
                 text, ["yes", "no", "cant_tell"], default=given, key=key,
                 format_func=ANSWER_TEXT.get, label_visibility="collapsed",
@@ -200,7 +200,7 @@ with answer_panel:
             given = mine.scores.get(c.name)
             here = i == session.cursor
             st.markdown(f"**▶ {inert(c.label)}**" if here else inert(c.label))
-            key = f"c-{item.output_id}-{c.name}-{given}"
+            key = f"c-{item.token}-{c.name}-{given}"
             values = list(range(int(c.min), int(c.max) + 1))
             st.pills(
                 c.label, values, default=int(given) if given is not None else None, key=key,
@@ -220,13 +220,19 @@ with answer_panel:
         session.back()
         st.rerun()
     if actions[2].button("Flag", shortcut="F", icon=":material/flag:", width="stretch"):
-        @st.dialog("Flag this item")
+        st.session_state["flag_open"] = True
+    if st.session_state.get("flag_open"):
+        def close_flag() -> None:
+            st.session_state["flag_open"] = False
+
+        @st.dialog("Flag this item", on_dismiss=close_flag)
         def flag_dialog() -> None:
             reason = st.radio("Reason", workflow.FLAG_REASONS,
                               format_func=lambda r: r.replace("_", " ").capitalize())
             note = st.text_area("Note (optional)")
-            if st.button("Flag", type="primary"):
+            if st.button("Flag", type="primary", key="flag-confirm"):
                 session.flag(reason, note or None)
+                st.session_state["flag_open"] = False
                 st.session_state["flagged"] = True
                 st.rerun()
         flag_dialog()

@@ -4,7 +4,9 @@ import streamlit as st
 
 from annotation import overview
 from annotation.app_state import open_store
+from annotation.widgets import require
 
+require("admin")
 store = open_store(st.session_state)
 info = store.project_info()
 counts = store.counts()

@@ -90,3 +90,22 @@ def test_a_superseded_answer_cannot_be_superseded_twice(store, example_bundle):
         store.conn.execute(
             "INSERT INTO annotations (annotator, output_id, question_id, answer, created_at,"
             " supersedes) VALUES ('ann2', 't1/modelA', 't1.q1', 'yes', 'x', ?)", [first])
+
+
+def test_a_version_1_project_migrates_with_its_data(tmp_path, example_bundle, monkeypatch):
+    """Databases in the field were built by older versions: v1 -> current keeps every row."""
+    from annotation.importers import import_path
+
+    path = tmp_path / "v1.db"
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", 1)
+    with Store.open(path) as old:
+        import_path(old, example_bundle)
+        before = old.counts()
+        assert old.schema_version() == 1
+    monkeypatch.undo()
+    with Store.open(path) as new:
+        assert new.schema_version() == schema.SCHEMA_VERSION
+        after = new.counts()
+        assert {k: after[k] for k in before} == before
+        assert "users" in new.db.table_names() and "submissions" in new.db.table_names()

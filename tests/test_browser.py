@@ -1,0 +1,312 @@
+"""End to end in a real browser: an annotator signs in and annotates with the keyboard only.
+
+Starts ``judge-audit serve`` (the demo project, built fresh in a temporary
+``$JUDGE_AUDIT_HOME``) on a free localhost port and drives it with Debian's Chromium
+through Playwright. Alice (an annotator with no answers yet) signs in, leaves the
+guidelines with Enter, completes two items with Y / N and digit shortcuts then Enter, starts
+a third, reloads the page and must find the same item with the cursor on the next open
+question. Every key press is checked against the project database, which the test reads
+with its own connection (the app writes each answer at once).
+
+Skipped when ``/usr/bin/chromium`` (``apt-get install chromium``) or Playwright is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from annotation import workflow
+from annotation.session import AnnotationSession
+from annotation.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+
+
+def _load_screenshot_helpers():
+    """scripts/screenshot.py (not a package): free_port, wait_healthy, wait_rendered, ..."""
+    spec = importlib.util.spec_from_file_location(
+        "judge_audit_screenshot", ROOT / "scripts" / "screenshot.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+shots = _load_screenshot_helpers()
+if not os.access(shots.CHROMIUM, os.X_OK):
+    pytest.skip(
+        f"no Chromium at {shots.CHROMIUM} (apt-get install chromium)", allow_module_level=True
+    )
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="Playwright is not installed (pip install -e '.[test]')"
+)
+
+pytestmark = pytest.mark.browser
+
+USER, PASSWORD = "alice", "demo-alice"
+STEP_TIMEOUT = 20.0  # seconds for one key press to reach the database and the page
+
+# The "▶" marked checklist entry (question or criterion) and the header's task id, as shown.
+POINTER_JS = """() => Array.from(document.querySelectorAll(
+        '[data-testid="stMainBlockContainer"] strong'))
+    .map(e => e.innerText.trim()).filter(t => t.startsWith('▶'))
+    .map(t => t.slice(1).trim().replace(/\\s+/g, ' '))"""
+HEADER_JS = """() => Array.from(document.querySelectorAll(
+        '[data-testid="stMainBlockContainer"] h3'))
+    .map(e => e.innerText.trim()).filter(t => t.startsWith('Task '))"""
+# A shortcut is ignored while an input has the focus: the page must leave it on the body.
+FOCUS_JS = "() => document.activeElement ? document.activeElement.tagName : 'BODY'"
+
+
+def wait_until(page: Any, check: Callable[[], Any], what: str,
+               timeout: float = STEP_TIMEOUT) -> Any:
+    """Poll ``check`` (every 100 ms, letting the page run) until it is truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        page.wait_for_timeout(100)
+
+
+def idle(page: Any) -> bool:
+    """Streamlit has finished its run (no status widget, no skeleton, something drawn)."""
+    return page.evaluate(shots.RENDERED_JS)
+
+
+def shows(page: Any, *, pointer: str | None = None, task: str | None = None,
+          progress: str | None = None, can_submit: bool | None = None) -> bool:
+    """True when the page is idle and shows exactly what is asked."""
+    if not idle(page):
+        return False
+    if pointer is not None and page.evaluate(POINTER_JS) != [pointer]:
+        return False
+    if task is not None and page.evaluate(HEADER_JS) != [f"Task {task}"]:
+        return False
+    if progress is not None and not page.get_by_text(progress, exact=False).count():
+        return False
+    if can_submit is not None:
+        button = page.get_by_role("button", name="Submit item")
+        if button.count() != 1 or button.is_enabled() != can_submit:
+            return False
+    return True
+
+
+def press(page: Any, key: str) -> None:
+    """One shortcut key. Shortcuts are ignored while an input has the focus; the pages
+    never leave it in one (the sign-in form disappears once signed in), so a focused input
+    here is a product problem to report, not to blur away."""
+    assert page.evaluate(FOCUS_JS) == "BODY", "the focus sits in an input: shortcuts are dead"
+    page.keyboard.press(key)
+
+
+def keyboard_sign_in(page: Any) -> None:
+    """Sign in with the keyboard. The one non-keyboard action of the whole test is putting
+    the caret in the Name field (page.focus); then type, Tab, type, Enter."""
+    name = page.locator("input[aria-label='Name']")
+    name.wait_for(timeout=60_000)
+    wait_until(page, lambda: idle(page), "the sign-in page", timeout=60)
+    page.focus("input[aria-label='Name']")
+    page.keyboard.type(USER)
+    page.keyboard.press("Tab")
+    page.keyboard.type(PASSWORD)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-testid='stSidebar']", timeout=30_000)
+
+
+def reader(store: Store, output_id: str) -> AnnotationSession:
+    """A read-only view of alice's item: with ``output_id`` in its state the session opens
+    nothing, reserves nothing and writes nothing; it only reads answers and targets."""
+    return AnnotationSession(store, USER, {"annotator": USER, "output_id": output_id})
+
+
+def label(session: AnnotationSession, target: Any) -> str:
+    """What the checklist shows for a target: a question's text or a criterion's label."""
+    if target.is_question:
+        text = next(q.text for q in session.item.questions if q.question_id == target.key)
+    else:
+        text = next(c.label for c in session.item.criteria if c.name == target.key)
+    return " ".join(text.split())
+
+
+def reserved_item(store: Store) -> str | None:
+    """The item alice holds now (the app reserves it when it opens it)."""
+    row = store.conn.execute(
+        "SELECT output_id FROM reservations WHERE annotator = ?", [USER]
+    ).fetchone()
+    return row[0] if row else None
+
+
+def given(store: Store, output_id: str) -> dict[str, Any]:
+    """Alice's current answers on one item, from the database: {question or criterion: v}."""
+    df = store.annotations_df()
+    df = df[(df.annotator == USER) & (df.output_id == output_id)]
+    return {
+        (r.question_id if isinstance(r.question_id, str) else r.criterion):
+        (r.answer if isinstance(r.question_id, str) else float(r.score))
+        for r in df.itertuples()
+    }
+
+
+def answer_open_targets(page: Any, store: Store, output_id: str, item_no: int,
+                        limit: int | None = None) -> dict[str, Any]:
+    """Answer the item's open targets in order with Y / N and digits; return what was given.
+
+    After each key: the database has the answer, and the page shows the "▶" on the next
+    open target (or, after the last one, an enabled Submit button).
+    """
+    session = reader(store, output_id)
+    pressed: dict[str, Any] = {}
+    while (open_now := session.remaining()) and (limit is None or len(pressed) < limit):
+        target = open_now[0]
+        n = len(pressed)
+        if target.is_question:
+            # "n" on the first question of each item (it gates its dependents, if any)
+            key = "n" if n % 3 == 0 else "y"
+            value: Any = {"y": "yes", "n": "no"}[key]
+        else:
+            score = (item_no * 3 + n) % 10 + 1  # 1..10; 10 is the "0" key
+            key, value = ("0" if score == 10 else str(score)), float(score)
+        press(page, key)
+        pressed[target.key] = value
+        wait_until(page, lambda k=target.key, v=value: given(store, output_id).get(k) == v,
+                   f"{target.key} = {value!r} in the database")
+        after = session.remaining()
+        if after:
+            expected = label(session, after[0])
+            wait_until(page, lambda e=expected: shows(page, pointer=e),
+                       f"the cursor on {expected!r}")
+        else:
+            wait_until(page, lambda: shows(page, can_submit=True), "an enabled Submit button")
+    return pressed
+
+
+def test_annotator_works_with_the_keyboard_only(tmp_path):
+    home = tmp_path / "home"
+    port = shots.free_port()
+    env = dict(os.environ, JUDGE_AUDIT_HOME=str(home))
+    env.pop("JUDGE_AUDIT_DB", None)
+    log = (tmp_path / "serve.log").open("w")
+    # judge-audit serve runs streamlit as its child: a session of its own lets the test stop
+    # both (terminating judge-audit alone would leave streamlit running).
+    server = subprocess.Popen(
+        [sys.executable, "-m", "annotation.cli", "serve", "--port", str(port)],
+        env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        shots.wait_healthy(port, timeout=60)
+        store = Store.open(home / "demo.db", migrate=False)
+        try:
+            with sync_api.sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=shots.CHROMIUM,
+                                             args=shots.CHROMIUM_ARGS)
+                try:
+                    page = browser.new_page(viewport={"width": 1280, "height": 800})
+                    page.set_default_timeout(30_000)
+                    try:
+                        run_scenario(page, store, port)
+                    except BaseException:
+                        ARTIFACTS.mkdir(exist_ok=True)
+                        page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)
+                        raise
+                finally:
+                    browser.close()
+        finally:
+            store.close()
+    except BaseException:
+        log.flush()
+        sys.stderr.write((tmp_path / "serve.log").read_text()[-4000:])
+        raise
+    finally:
+        stop(server)
+        log.close()
+
+
+def run_scenario(page: Any, store: Store, port: int) -> None:
+    assert workflow.personal_progress(store, USER)[0] == 0, "alice must start with nothing"
+    page.goto(f"http://127.0.0.1:{port}/")
+    keyboard_sign_in(page)
+
+    # first visit: the guidelines, left with Enter
+    start = page.get_by_role("button", name="I have read the guidelines")
+    wait_until(page, lambda: idle(page) and start.count() == 1 and start.is_enabled(),
+               "the guidelines screen")
+    press(page, "Enter")
+
+    total = workflow.personal_progress(store, USER)[1]
+    done: list[str] = []
+    for item_no in range(2):
+        output_id = wait_until(page, lambda: reserved_item(store), "an item reserved for alice")
+        session = reader(store, output_id)
+        first = label(session, session.remaining()[0])
+        wait_until(
+            page,
+            lambda s=session, f=first: shows(
+                page, pointer=f, task=s.item.task_id,
+                progress=f"Your progress: {len(done)} of {total} items", can_submit=False),
+            f"item {output_id} with the cursor on its first question",
+        )
+        pressed = answer_open_targets(page, store, output_id, item_no)
+        assert session.complete()
+        press(page, "Enter")
+        wait_until(page, lambda o=output_id: workflow.is_submitted(store, USER, o),
+                   f"the submission of {output_id}")
+        done.append(output_id)
+        # the database holds exactly what was pressed; gated questions have no answer
+        assert given(store, output_id) == pressed
+        gate = session.applicable()
+        assert all(gate[q] for q in pressed if q in gate)
+        assert len(pressed) == sum(gate.values()) + len(session.item.criteria)
+        assert any(v == "no" for v in pressed.values())
+
+    # a third item: one answer, then a reload (a new browser session: sign in again)
+    output_id = wait_until(page, lambda: reserved_item(store) not in (None, *done)
+                           and reserved_item(store), "a third item")
+    session = reader(store, output_id)
+    wait_until(page, lambda: shows(page, task=session.item.task_id,
+                                   progress=f"Your progress: 2 of {total} items"),
+               "the third item")
+    answer_open_targets(page, store, output_id, 2, limit=1)
+    expected = label(session, session.remaining()[0])
+    assert len(given(store, output_id)) == 1
+
+    page.reload()
+    keyboard_sign_in(page)
+    wait_until(page, lambda: shows(page, task=session.item.task_id, pointer=expected),
+               f"task {session.item.task_id} with the cursor on {expected!r} after the reload")
+    assert page.evaluate(POINTER_JS) == [expected]
+    assert reserved_item(store) == output_id
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "annotate.png"), full_page=True)
+
+
+def stop(server: subprocess.Popen) -> None:
+    """Stop judge-audit serve and its streamlit child: the process group the test made."""
+    group = server.pid
+    for sig, grace in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            server.poll()
+            try:
+                os.killpg(group, 0)  # anyone left in the group?
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+    server.wait(timeout=10)
