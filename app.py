@@ -13,8 +13,10 @@ from annotation.auth import oidc_configured, user_from_oidc
 st.set_page_config(page_title="judge-audit", page_icon=":material/fact_check:", layout="wide")
 
 store = open_store(st.session_state)
-user = current_user(st.session_state)
-if user is None and oidc_configured() and getattr(st.user, "is_logged_in", False):
+user = current_user(st.session_state, store)
+if (user is None and oidc_configured() and getattr(st.user, "is_logged_in", False)
+        and not st.session_state.get("oidc_checked")):
+    st.session_state["oidc_checked"] = True  # one attempt (and one audit row) per session
     user = user_from_oidc(store, st.user.get("email"))
     if user is not None:
         sign_in(st.session_state, user)

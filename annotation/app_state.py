@@ -58,8 +58,10 @@ def sign_out(session_state: MutableMapping[str, Any]) -> None:
         session_state.pop(key, None)
 
 
-def current_user(session_state: MutableMapping[str, Any]) -> User | None:
-    """The signed-in user, or None (also when the session has expired: then signed out)."""
+def current_user(session_state: MutableMapping[str, Any], store: Store | None = None
+                 ) -> User | None:
+    """The signed-in user, or None: also when the session has expired, or (given the
+    store) when the account was disabled or its role changed meanwhile; then signed out."""
     user = session_state.get("user")
     if user is None:
         return None
@@ -68,5 +70,12 @@ def current_user(session_state: MutableMapping[str, Any]) -> User | None:
         sign_out(session_state)
         session_state["expired"] = True
         return None
+    if store is not None:
+        from annotation.auth import get_user
+
+        fresh = get_user(store, user.name)
+        if fresh is None or fresh.role != user.role:
+            sign_out(session_state)
+            return None
     session_state["last_seen"] = now
     return user

@@ -19,7 +19,9 @@ def inert(text: str) -> str:
 
 def require(role: str | None = None) -> User:
     """The signed-in user; stop the page unless signed in (and, if given, in ``role``)."""
-    user = current_user(st.session_state)
+    from annotation.app_state import open_store
+
+    user = current_user(st.session_state, open_store(st.session_state))
     if user is None:
         st.error("Please sign in.")
         st.stop()

@@ -62,6 +62,16 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
                     encoding="utf-8")
 
 
+def ensure_account(db_path: Path, name: str, role: str = "annotator") -> None:
+    """Create the account ``name`` in the project at ``db_path`` if it does not exist."""
+    from annotation import auth
+    from annotation.store import Store
+
+    with Store.open(db_path) as store:
+        if auth.get_user(store, name) is None:
+            auth.add_user(store, name, role, f"pw-{name}-123", actor="test")
+
+
 def db_checksum(db_path: Path) -> str:
     """SHA-256 over every row of every table (opened read-only), to prove 'unchanged'."""
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
 
 from annotation import workflow
@@ -43,6 +45,7 @@ def db(tmp_path, monkeypatch) -> Path:
 
 def annotate_as(name: str, *, guidelines_seen: bool = True) -> AppTest:
     """The annotate page with ``name`` signed in, in a new browser session."""
+    ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), name)
     at = AppTest.from_file(PAGE, default_timeout=60)
     sign_in(at.session_state, User(name, "annotator"))
     if guidelines_seen:
@@ -186,6 +189,7 @@ def test_dependency_gating_on_the_page(db):
         parent = json.loads(row.depends_on)[0]
         output = store.query_df("SELECT output_id FROM outputs WHERE task_id = ? AND"
                                 " sha256 IS NOT NULL LIMIT 1", [row.task_id]).output_id[0]
+    ensure_account(db, "bob")
     at = AppTest.from_file(PAGE, default_timeout=60)
     sign_in(at.session_state, User("bob", "annotator"))
     at.session_state["annotate"] = {"annotator": "bob", "guidelines_seen": True}
@@ -294,3 +298,14 @@ def test_back_reopens_the_previous_item(db):
     button(at, "Back").click().run()
     assert at.session_state["annotate"]["output_id"] == first
     assert any("Reviewing an item you already submitted" in c.value for c in at.caption)
+
+
+def test_a_disabled_account_is_signed_out_at_its_next_click(db):
+    from annotation import auth
+
+    at = annotate_as("alice")
+    with Store.open(db) as store:
+        auth.disable_user(store, "alice", actor="admin")
+    button(at, "Yes").click().run()
+    assert "Please sign in" in at.error[0].value
+    assert "user" not in at.session_state

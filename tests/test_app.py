@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
 
 from annotation.app_state import sign_in
@@ -18,6 +20,7 @@ APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 def app_as(name: str = "admin", role: str = "admin") -> AppTest:
     """The app with ``name`` signed in (as the sign-in page leaves the session)."""
+    ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), name, role)
     at = AppTest.from_file(APP, default_timeout=60)
     sign_in(at.session_state, User(name, role))
     return at

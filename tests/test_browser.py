@@ -187,7 +187,7 @@ def answer_open_targets(page: Any, store: Store, output_id: str, item_no: int,
         after = session.remaining()
         if after:
             expected = label(session, after[0])
-            wait_until(page, lambda e=expected: shows(page, pointer=e),
+            wait_until(page, lambda e=expected: shows(page, pointer=e, can_submit=False),
                        f"the cursor on {expected!r}")
         else:
             wait_until(page, lambda: shows(page, can_submit=True), "an enabled Submit button")
