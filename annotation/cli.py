@@ -24,7 +24,6 @@ import getpass
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -132,7 +131,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
            "--server.port", str(args.port), "--server.headless", "true",
            "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
     print(f"judge-audit: serving {db} on http://localhost:{args.port}", file=sys.stderr)
-    return subprocess.call(cmd, env=env)
+    sys.stderr.flush()
+    # become the Streamlit server (no child process): signals reach it directly
+    os.execve(sys.executable, cmd, env)
+    return 0  # not reached
 
 
 def _cli_actor() -> str:

@@ -66,6 +66,7 @@ STRIP_SIZE, LARGE_SIZE, ENLARGE_SIZE = 256, 1024, 2048
 THUMBS_DIR = "thumbs"
 OVERLAYS_DIR = "overlays"
 JPEG_QUALITY = 88
+JPEG_QUALITY_LARGE = 95
 #: Formats every browser shows; smaller images in these formats are served as they are.
 BROWSER_FORMATS = frozenset({"PNG", "JPEG", "MPO", "WEBP", "GIF"})
 #: Side of the VIF-Bench layout canvas, for pixel coordinates.
@@ -101,13 +102,15 @@ def _cached(path: Path) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _header(path: str) -> tuple[str, int, int]:
-    """``(format, width, height)`` from the header of an image (no pixel decoding).
+def _header(path: str) -> tuple[str, int, int, bool]:
+    """``(format, width, height, keeps_png)`` from the header of an image (no pixel
+    decoding); ``keeps_png``: transparency or a palette, which a thumbnail keeps as PNG.
 
     Cached per process: media files are content-addressed, so their header never changes.
     """
     with Image.open(path) as im:
-        return str(im.format), im.width, im.height
+        keeps_png = _has_alpha(im) or im.mode in ("P", "1")
+        return str(im.format), im.width, im.height, keeps_png
 
 
 def _has_alpha(im: Image.Image) -> bool:
@@ -149,7 +152,9 @@ def _make_thumbnail(source: Path, store: Store, sha256: str, max_side: int) -> P
         target = thumbnail_path(store, sha256, max_side, "png")
         return _atomic_write(target, lambda fh: im.save(fh, "PNG", compress_level=3))
     target = thumbnail_path(store, sha256, max_side, "jpg")
-    return _atomic_write(target, lambda fh: im.save(fh, "JPEG", quality=JPEG_QUALITY))
+    # the large views are what quality is judged on: a near-lossless JPEG there
+    quality = JPEG_QUALITY_LARGE if max_side >= 1024 else JPEG_QUALITY
+    return _atomic_write(target, lambda fh: im.save(fh, "JPEG", quality=quality))
 
 
 def thumbnail(store: Store, sha256: str, max_side: int) -> Path:
@@ -166,8 +171,12 @@ def thumbnail(store: Store, sha256: str, max_side: int) -> Path:
         if _cached(cached):
             return cached
     source = store.file_path(sha256)
-    fmt, width, height = _header(str(source))
-    if max(width, height) <= max_side and fmt in BROWSER_FORMATS:
+    fmt, width, height, keeps_png = _header(str(source))
+    # Served as it is only when the browser would get these bytes anyway: a JPEG, or a
+    # PNG/GIF/WebP with transparency or a palette. An opaque PNG would be re-encoded to
+    # JPEG by st.image on every page run (~30 ms for 1024x1024): cache that JPEG once.
+    if max(width, height) <= max_side and (fmt == "JPEG"
+                                           or (fmt in BROWSER_FORMATS and keeps_png)):
         return source
     return _make_thumbnail(source, store, sha256, max_side)
 

@@ -31,7 +31,7 @@ class AnnotationSession:
         self.annotator = annotator
         self.state = state
         self.clock = clock
-        self._item: AnnotatorItem | None = None
+        self._memo: dict[str, Any] = {}  # answers, targets, gate: valid until a write
         if state.get("annotator") != annotator:
             state.clear()
             state["annotator"] = annotator
@@ -47,7 +47,8 @@ class AnnotationSession:
         self._tick()
         self.state["output_id"] = output_id
         self.state["reviewing"] = reviewing
-        self._item = None
+        self.state.pop("item", None)
+        self._memo.clear()
         if output_id is None:
             return
         self.state["visit_id"] = workflow.start_visit(self.store, self.annotator, output_id)
@@ -61,20 +62,28 @@ class AnnotationSession:
 
     @property
     def item(self) -> AnnotatorItem:
-        if self._item is None or self._item.output_id != self.output_id:
+        """The open item, loaded once per item (kept in ``state``)."""
+        item = self.state.get("item")
+        if item is None or item.output_id != self.output_id:
             if self.output_id is None:
                 raise LookupError("no item")
-            self._item = workflow.load_item(self.store, self.output_id)
-        return self._item
+            item = self.state["item"] = workflow.load_item(self.store, self.output_id)
+        return item
 
     def _criteria(self) -> list[str]:
         return [c.name for c in self.item.criteria]
 
     def targets(self) -> list[Target]:
-        return checklist.targets(self.item.questions, self._criteria())
+        if "targets" not in self._memo:
+            self._memo["targets"] = checklist.targets(self.item.questions, self._criteria())
+        return self._memo["targets"]
 
     def answers(self) -> MyAnswers:
-        return workflow.my_answers(self.store, self.annotator, self.output_id or "")
+        """This annotator's current answers on the open item (one query per change)."""
+        if "answers" not in self._memo:
+            self._memo["answers"] = workflow.my_answers(self.store, self.annotator,
+                                                        self.output_id or "")
+        return self._memo["answers"]
 
     @property
     def cursor(self) -> int:
@@ -86,7 +95,10 @@ class AnnotationSession:
         return all_targets[min(self.cursor, len(all_targets) - 1)] if all_targets else None
 
     def applicable(self) -> dict[str, bool]:
-        return checklist.applicable(self.item.questions, self.answers().answers)
+        if "gate" not in self._memo:
+            self._memo["gate"] = checklist.applicable(self.item.questions,
+                                                      self.answers().answers)
+        return self._memo["gate"]
 
     def remaining(self) -> list[Target]:
         """Applicable targets still without an answer."""
@@ -105,27 +117,33 @@ class AnnotationSession:
         return workflow.personal_progress(self.store, self.annotator)
 
     # ------------------------------------------------------------------ actions
+    def _elapsed(self) -> tuple[int, float] | None:
+        """(visit, active seconds since the last interaction), restarting the count."""
+        if self.state.get("visit_id") is None:
+            return None
+        now = self.clock()
+        seconds = workflow.active_increment(self.state.get("last_ts", now), now)
+        self.state["last_ts"] = now
+        return self.state["visit_id"], seconds
+
     def _tick(self) -> None:
         """Add the active time since the last interaction to the current visit."""
-        if self.state.get("visit_id") is None:
-            return
-        now = self.clock()
-        workflow.add_active_time(
-            self.store,
-            self.state["visit_id"],
-            workflow.active_increment(self.state.get("last_ts", now), now),
-        )
-        self.state["last_ts"] = now
+        elapsed = self._elapsed()
+        if elapsed is not None:
+            workflow.add_active_time(self.store, *elapsed)
+
+    def _write(self, **answer: Any) -> None:
+        """One answer, its reservation renewal and active time: one transaction."""
+        workflow.give_answer(self.store, self.annotator, self.item.output_id,
+                             active=self._elapsed(), **answer)
+        self._memo.clear()
 
     def answer(self, value: str) -> None:
         """Y / N / U on the current question, then advance to the next open target."""
         target = self.current
         if target is None or not target.is_question or not self.applicable().get(target.key):
             return
-        self._tick()
-        workflow.give_answer(
-            self.store, self.annotator, self.item.output_id, question_id=target.key, answer=value
-        )
+        self._write(question_id=target.key, answer=value)
         self._advance()
 
     def score(self, value: float) -> None:
@@ -136,10 +154,7 @@ class AnnotationSession:
         crit = next(c for c in self.item.criteria if c.name == target.key)
         if not crit.min <= value <= crit.max:
             return
-        self._tick()
-        workflow.give_answer(
-            self.store, self.annotator, self.item.output_id, criterion=target.key, score=value
-        )
+        self._write(criterion=target.key, score=value)
         self._advance()
 
     def answer_question(self, question_id: str, value: str) -> None:
@@ -164,23 +179,9 @@ class AnnotationSession:
         if target is None:
             return
         if target.is_question and target.key in mine.answers:
-            workflow.give_answer(
-                self.store,
-                self.annotator,
-                self.item.output_id,
-                question_id=target.key,
-                answer=mine.answers[target.key],
-                note=text,
-            )
+            self._write(question_id=target.key, answer=mine.answers[target.key], note=text)
         elif not target.is_question and target.key in mine.scores:
-            workflow.give_answer(
-                self.store,
-                self.annotator,
-                self.item.output_id,
-                criterion=target.key,
-                score=mine.scores[target.key],
-                note=text,
-            )
+            self._write(criterion=target.key, score=mine.scores[target.key], note=text)
 
     def _advance(self) -> None:
         mine = self.answers()

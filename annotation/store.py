@@ -454,19 +454,30 @@ class Store:
         )
         return int(cur.lastrowid or 0)
 
-    def record_annotation(self, a: Annotation, *, source: str = "app") -> int:
+    def record_annotation(
+        self,
+        a: Annotation,
+        *,
+        source: str = "app",
+        also: Iterable[tuple[str, list[Any]]] = (),
+    ) -> int:
         """Append one human answer (superseding the current one); return its row id.
 
         This is the path the annotation pages use. It runs in its own short
         ``BEGIN IMMEDIATE`` transaction, so concurrent annotators serialize on the write
-        lock for milliseconds only.
+        lock for milliseconds only. ``also``: further ``(sql, params)`` statements of the
+        workflow (reservation renewal, active time) committed in the same transaction.
         """
         with self.transaction() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO annotators (name, created_at) VALUES (?, ?)",
                 [a.annotator, now_iso()],
             )
-            return self._append_annotation(conn, a, a.created_at or now_iso(), source, None)
+            annotation_id = self._append_annotation(
+                conn, a, a.created_at or now_iso(), source, None)
+            for sql, params in also:
+                conn.execute(sql, params)
+            return annotation_id
 
     # ------------------------------------------------------------- exporting
     def read_project(self) -> ProjectData:

@@ -366,9 +366,11 @@ def give_answer(
     score: float | None = None,
     note: str | None = None,
     now: datetime | None = None,
+    active: tuple[int, float] | None = None,
 ) -> int:
-    """Record one answer (appended; supersedes a different earlier one) and renew the
-    reservation. An answer equal to the current one writes nothing and returns its id."""
+    """Record one answer (appended; supersedes a different earlier one), renew the
+    reservation and add ``active = (visit_id, seconds)`` of active time, in one
+    transaction. An answer equal to the current one writes nothing and returns its id."""
     current = store.conn.execute(
         "SELECT annotation_id, answer, score, note FROM current_annotations WHERE annotator = ?"
         " AND output_id = ? AND IFNULL(question_id, '') = ? AND IFNULL(criterion, '') = ?",
@@ -381,25 +383,17 @@ def give_answer(
         and (note is None or current[3] == note)
     ):
         return int(current[0])
-    annotation_id = store.record_annotation(
-        Annotation(annotator, output_id, question_id, criterion, answer, score, note)
-    )
-    _renew(store, annotator, output_id, now)
-    return annotation_id
-
-
-def _renew(store: Store, annotator: str, output_id: str, now: datetime | None) -> None:
-    moment = _now(now)
     minutes = get_settings(store).reservation_minutes
-    with store.transaction() as conn:
-        conn.execute(
-            "UPDATE reservations SET expires_at = ? WHERE output_id = ? AND annotator = ?",
-            [
-                (moment + timedelta(minutes=minutes)).isoformat(timespec="microseconds"),
-                output_id,
-                annotator,
-            ],
-        )
+    expires = (_now(now) + timedelta(minutes=minutes)).isoformat(timespec="microseconds")
+    also: list[tuple[str, list[Any]]] = [(
+        "UPDATE reservations SET expires_at = ? WHERE output_id = ? AND annotator = ?",
+        [expires, output_id, annotator],
+    )]
+    if active is not None and active[1] > 0:
+        also.append(("UPDATE item_time SET active_seconds = active_seconds + ? WHERE visit_id = ?",
+                     [active[1], active[0]]))
+    return store.record_annotation(
+        Annotation(annotator, output_id, question_id, criterion, answer, score, note), also=also)
 
 
 def submit(store: Store, annotator: str, output_id: str) -> None:

@@ -119,7 +119,12 @@ with view:
                          caption=chosen.caption)
 
 # ------------------------------------------------------------------ questions and ratings
-with answer_panel:
+@st.fragment
+def answers_view() -> None:
+    """The answer panel. A fragment: an answer reruns only this panel, not the images."""
+    session = AnnotationSession(store, user.name, st.session_state["annotate"])
+    item, mine, gate = session.item, session.answers(), session.applicable()
+    targets, current = session.targets(), session.current
     if current is not None and current.is_question:
         question = next(q for q in item.questions if q.question_id == current.key)
         with st.container(border=True):
@@ -131,18 +136,10 @@ with answer_panel:
             if given:
                 st.caption(f"Your answer: {ANSWER_TEXT[given]}")
             row = st.columns([1, 1, 1.5])
-            if row[0].button("Yes", shortcut="Y", width="stretch",
-                             type="primary" if given == "yes" else "secondary"):
-                session.answer("yes")
-                st.rerun()
-            if row[1].button("No", shortcut="N", width="stretch",
-                             type="primary" if given == "no" else "secondary"):
-                session.answer("no")
-                st.rerun()
-            if row[2].button("Can't tell", shortcut="U", width="stretch",
-                             type="primary" if given == "cant_tell" else "secondary"):
-                session.answer("cant_tell")
-                st.rerun()
+            for col, (value, label, key) in zip(row, (("yes", "Yes", "Y"), ("no", "No", "N"),
+                                                      ("cant_tell", "Can't tell", "U"))):
+                col.button(label, shortcut=key, width="stretch", on_click=session.answer,
+                           args=(value,), type="primary" if given == value else "secondary")
     elif current is not None:
         crit = next(c for c in item.criteria if c.name == current.key)
         with st.container(border=True):
@@ -156,22 +153,18 @@ with answer_panel:
             for value, col in zip(values, row):
                 key = "0" if value == 10 else str(value)
                 usable = len(values) <= 10 and 0 <= value <= 10
-                if col.button(str(value), shortcut=key if usable else None, width="stretch",
-                              type="primary" if given == value else "secondary",
-                              key=f"score-{value}"):
-                    session.score(float(value))
-                    st.rerun()
+                col.button(str(value), shortcut=key if usable else None, width="stretch",
+                           type="primary" if given == value else "secondary",
+                           key=f"score-{value}", on_click=session.score, args=(float(value),))
             if crit.rubric:
                 with st.expander("Rubric", expanded=True):
                     st.markdown(crit.rubric)
 
     nav = st.columns(2)
-    if nav[0].button("Previous", shortcut="K", icon=":material/arrow_upward:", width="stretch"):
-        session.move(-1)
-        st.rerun()
-    if nav[1].button("Next", shortcut="J", icon=":material/arrow_downward:", width="stretch"):
-        session.move(1)
-        st.rerun()
+    nav[0].button("Previous", shortcut="K", icon=":material/arrow_upward:", width="stretch",
+                  on_click=session.move, args=(-1,))
+    nav[1].button("Next", shortcut="J", icon=":material/arrow_downward:", width="stretch",
+                  on_click=session.move, args=(1,))
 
     st.caption("Checklist")
     index = {t.key: i for i, t in enumerate(targets)}
@@ -211,16 +204,24 @@ with answer_panel:
 
     complete = session.complete()
     actions = st.columns([2, 1, 1])
+    # these change the item (or open a dialog): they rerun the whole page
     if actions[0].button("Submit item", shortcut="Enter", type="primary", disabled=not complete,
                          icon=":material/done_all:", width="stretch"):
         session.submit()
-        st.rerun()
+        st.rerun(scope="app")
     if actions[1].button("Back", shortcut="B", icon=":material/undo:", width="stretch",
                          help="Reopen the item you submitted before this one"):
         session.back()
-        st.rerun()
+        st.rerun(scope="app")
     if actions[2].button("Flag", shortcut="F", icon=":material/flag:", width="stretch"):
         st.session_state["flag_open"] = True
+        st.rerun(scope="app")
+    if not complete:
+        st.caption(f"{len(session.remaining())} answer(s) left before you can submit.")
+
+
+with answer_panel:
+    answers_view()
     if st.session_state.get("flag_open"):
         def close_flag() -> None:
             st.session_state["flag_open"] = False
@@ -238,5 +239,3 @@ with answer_panel:
         flag_dialog()
     if st.session_state.pop("flagged", False):
         st.toast("Flag recorded. An admin will look at it.")
-    if not complete:
-        st.caption(f"{len(session.remaining())} answer(s) left before you can submit.")

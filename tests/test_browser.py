@@ -83,7 +83,8 @@ def wait_until(page: Any, check: Callable[[], Any], what: str,
 
 
 def idle(page: Any) -> bool:
-    """Streamlit has finished its run (no status widget, no skeleton, something drawn)."""
+    """No status widget, no skeleton, something drawn. Not proof that the run is over (a
+    short run shows no status widget): callers also wait for what the run must draw."""
     return page.evaluate(shots.RENDERED_JS)
 
 
@@ -114,8 +115,9 @@ def press(page: Any, key: str) -> None:
 
 
 def keyboard_sign_in(page: Any) -> None:
-    """Sign in with the keyboard. The one non-keyboard action of the whole test is putting
-    the caret in the Name field (page.focus); then type, Tab, type, Enter."""
+    """Sign in with the keyboard. The only non-keyboard action of the test (once per
+    sign-in) is putting the caret in the Name field (page.focus); then type, Tab, type,
+    Enter. Everything after that is page.keyboard.press."""
     name = page.locator("input[aria-label='Name']")
     name.wait_for(timeout=60_000)
     wait_until(page, lambda: idle(page), "the sign-in page", timeout=60)
@@ -128,8 +130,9 @@ def keyboard_sign_in(page: Any) -> None:
 
 
 def reader(store: Store, output_id: str) -> AnnotationSession:
-    """A read-only view of alice's item: with ``output_id`` in its state the session opens
-    nothing, reserves nothing and writes nothing; it only reads answers and targets."""
+    """A read-only view of alice's item as the database holds it now: with ``output_id`` in
+    its state the session opens, reserves and writes nothing. Make a new one after every
+    change made by the app (a session may keep what it read until it writes itself)."""
     return AnnotationSession(store, USER, {"annotator": USER, "output_id": output_id})
 
 
@@ -168,9 +171,9 @@ def answer_open_targets(page: Any, store: Store, output_id: str, item_no: int,
     After each key: the database has the answer, and the page shows the "▶" on the next
     open target (or, after the last one, an enabled Submit button).
     """
-    session = reader(store, output_id)
     pressed: dict[str, Any] = {}
-    while (open_now := session.remaining()) and (limit is None or len(pressed) < limit):
+    while ((open_now := reader(store, output_id).remaining())
+           and (limit is None or len(pressed) < limit)):
         target = open_now[0]
         n = len(pressed)
         if target.is_question:
@@ -184,9 +187,9 @@ def answer_open_targets(page: Any, store: Store, output_id: str, item_no: int,
         pressed[target.key] = value
         wait_until(page, lambda k=target.key, v=value: given(store, output_id).get(k) == v,
                    f"{target.key} = {value!r} in the database")
-        after = session.remaining()
-        if after:
-            expected = label(session, after[0])
+        now = reader(store, output_id)
+        if after := now.remaining():
+            expected = label(now, after[0])
             wait_until(page, lambda e=expected: shows(page, pointer=e, can_submit=False),
                        f"the cursor on {expected!r}")
         else:
@@ -235,6 +238,25 @@ def test_annotator_works_with_the_keyboard_only(tmp_path):
         log.close()
 
 
+def wait_next_item(page: Any, store: Store, done: list[str],
+                   total: int) -> tuple[str, AnnotationSession]:
+    """The item the app opened after ``done``, once the page shows all of it: its task, the
+    progress, the cursor on its first open target and a disabled Submit button (drawn last:
+    keys pressed before the answer panel is drawn would find no button and be lost)."""
+    output_id = wait_until(
+        page, lambda: (o := reserved_item(store)) not in (None, *done) and o,
+        f"item {len(done) + 1} reserved for alice")
+    session = reader(store, output_id)
+    first = label(session, session.remaining()[0])
+    wait_until(
+        page,
+        lambda: shows(page, pointer=first, task=session.item.task_id,
+                      progress=f"Your progress: {len(done)} of {total} items", can_submit=False),
+        f"item {output_id} with the cursor on {first!r}",
+    )
+    return output_id, session
+
+
 def run_scenario(page: Any, store: Store, port: int) -> None:
     assert workflow.personal_progress(store, USER)[0] == 0, "alice must start with nothing"
     page.goto(f"http://127.0.0.1:{port}/")
@@ -249,17 +271,9 @@ def run_scenario(page: Any, store: Store, port: int) -> None:
     total = workflow.personal_progress(store, USER)[1]
     done: list[str] = []
     for item_no in range(2):
-        output_id = wait_until(page, lambda: reserved_item(store), "an item reserved for alice")
-        session = reader(store, output_id)
-        first = label(session, session.remaining()[0])
-        wait_until(
-            page,
-            lambda s=session, f=first: shows(
-                page, pointer=f, task=s.item.task_id,
-                progress=f"Your progress: {len(done)} of {total} items", can_submit=False),
-            f"item {output_id} with the cursor on its first question",
-        )
+        output_id, session = wait_next_item(page, store, done, total)
         pressed = answer_open_targets(page, store, output_id, item_no)
+        session = reader(store, output_id)
         assert session.complete()
         press(page, "Enter")
         wait_until(page, lambda o=output_id: workflow.is_submitted(store, USER, o),
@@ -273,19 +287,17 @@ def run_scenario(page: Any, store: Store, port: int) -> None:
         assert any(v == "no" for v in pressed.values())
 
     # a third item: one answer, then a reload (a new browser session: sign in again)
-    output_id = wait_until(page, lambda: reserved_item(store) not in (None, *done)
-                           and reserved_item(store), "a third item")
-    session = reader(store, output_id)
-    wait_until(page, lambda: shows(page, task=session.item.task_id,
-                                   progress=f"Your progress: 2 of {total} items"),
-               "the third item")
+    output_id, session = wait_next_item(page, store, done, total)
     answer_open_targets(page, store, output_id, 2, limit=1)
+    session = reader(store, output_id)
     expected = label(session, session.remaining()[0])
     assert len(given(store, output_id)) == 1
 
     page.reload()
     keyboard_sign_in(page)
-    wait_until(page, lambda: shows(page, task=session.item.task_id, pointer=expected),
+    wait_until(page, lambda: shows(page, task=session.item.task_id, pointer=expected,
+                                   progress=f"Your progress: 2 of {total} items",
+                                   can_submit=False),
                f"task {session.item.task_id} with the cursor on {expected!r} after the reload")
     assert page.evaluate(POINTER_JS) == [expected]
     assert reserved_item(store) == output_id

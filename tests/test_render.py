@@ -115,11 +115,18 @@ def test_exif_orientation_is_applied(project):
 def test_never_upscaled_small_images_are_served_as_they_are(project):
     store = project["store"]
     thumbs = store.media_dir / "thumbs"
-    assert render.thumbnail(store, project["small"], 256) == store.file_path(project["small"])
-    # 1200x800 is already within 2048 and 1200: the original, no copy
-    assert render.thumbnail(store, project["png"], 2048) == store.file_path(project["png"])
-    assert render.thumbnail(store, project["png"], 1200) == store.file_path(project["png"])
+    # a small JPEG, and a small PNG with transparency or a palette: the original, no copy
+    assert render.thumbnail(store, project["jpg"], 2048) == store.file_path(project["jpg"])
+    assert render.thumbnail(store, project["palette"], 2048) == \
+        store.file_path(project["palette"])
     assert _files(thumbs) == []
+    # an opaque PNG already within the size: a JPEG copy of the same size (the browser
+    # gets a JPEG either way; made once instead of at every page run), never upscaled
+    for side in (2048, 1200):
+        copy = render.thumbnail(store, project["png"], side)
+        assert copy != store.file_path(project["png"]) and copy.suffix == ".jpg"
+        with Image.open(copy) as im:
+            assert im.size == (1200, 800)
     with Image.open(render.thumbnail(store, project["png"], 1199)) as im:
         assert im.size == (1199, 799)
 
