@@ -63,60 +63,65 @@ if guidelines:
     with st.sidebar.expander("Guidelines", icon=":material/menu_book:"):
         st.markdown(guidelines)
 
-view, answer_panel = st.columns([3, 2], gap="large")
+view, answer_panel = st.columns([4, 3], gap="medium")
 
 # ------------------------------------------------------------------ the item
 with view:
     with st.container(border=True):
         st.caption("Text instruction")
         st.text(item.instruction)
+    output_area, inputs_area = st.columns([2, 1])
+
+with inputs_area:
     for role, title in (("reference", "Reference images"),
                         ("visual_instruction", "Visual instructions")):
         group = [im for im in item.images if im.role == role]
         if not group:
             continue
         st.caption(title)
-        per_row = min(max(len(group), 4), 7)
-        columns = st.columns(per_row)
+        grid = st.columns(2)
         for i, image in enumerate(group):
-            with columns[i % per_row]:
+            with grid[i % 2]:
                 st.image(str(render.thumbnail(store, image.sha256, 256)),
                          caption=image.short_caption, width="stretch")
 
+with output_area:
     st.caption("Generated output")
     if item.output_sha256 is None:
         st.warning("The image of this output is not in the project: it cannot be annotated. "
                    "Flag it (F) so an admin can remove it from the sample.")
     else:
         shapes = render.overlay_layers(item.task_meta)
-        tools = st.columns([2, 2, 1], vertical_alignment="center")
-        show_guides = bool(shapes) and tools[0].toggle(
-            "Layout guides", key="guides",
-            help="Draw the instructed boxes and arrows, semi-transparent, over the output")
-        compare = tools[1].selectbox(
+        show_guides = bool(shapes) and st.session_state.get("guides", False)
+        compare = st.session_state.get(f"compare-{item.token}")
+        output_col, other_col = st.columns(2) if compare is not None else (st.container(), None)
+        with output_col:
+            if show_guides:
+                st.image(render.overlay_png(store, item.output_sha256, item.task_meta, 1024),
+                         width="stretch")
+            else:
+                st.image(str(render.thumbnail(store, item.output_sha256, 1024)),
+                         width="stretch")
+        if other_col is not None:
+            chosen = next(im for im in item.images if im.index == compare)
+            with other_col:
+                st.image(str(render.thumbnail(store, chosen.sha256, 1024)), width="stretch",
+                         caption=chosen.caption)
+        if shapes:
+            st.toggle("Layout guides", key="guides",
+                      help="Draw the instructed boxes and arrows, semi-transparent, over the "
+                           "output")
+        st.selectbox(
             "Compare with", [None] + [im.index for im in item.images],
             key=f"compare-{item.token}", label_visibility="collapsed",
-            format_func=lambda i: "Compare side by side with ..." if i is None
+            format_func=lambda i: "Compare side by side with an input ..." if i is None
             else f"Compare with Image_{i}")
-        if tools[2].button("Enlarge", icon=":material/zoom_in:", shortcut="E", width="stretch"):
+        if st.button("Enlarge", icon=":material/zoom_in:", shortcut="E"):
             @st.dialog("Generated output", width="large")
             def enlarge() -> None:
                 st.image(str(render.thumbnail(store, item.output_sha256, 2048)),
                          width="stretch")
             enlarge()
-        output_col, other_col = st.columns(2) if compare is not None else (st.container(), None)
-        with output_col:
-            if show_guides:
-                st.image(render.overlay_png(store, item.output_sha256, item.task_meta, 1024),
-                         width="content")
-            else:
-                st.image(str(render.thumbnail(store, item.output_sha256, 1024)),
-                         width="content")
-        if other_col is not None:
-            chosen = next(im for im in item.images if im.index == compare)
-            with other_col:
-                st.image(str(render.thumbnail(store, chosen.sha256, 1024)), width="content",
-                         caption=chosen.caption)
 
 # ------------------------------------------------------------------ questions and ratings
 @st.fragment
@@ -135,7 +140,7 @@ def answers_view() -> None:
             given = mine.answers.get(question.question_id)
             if given:
                 st.caption(f"Your answer: {ANSWER_TEXT[given]}")
-            row = st.columns([1, 1, 1.5])
+            row = st.columns([1, 1, 1.5], gap="xsmall")
             for col, (value, label, key) in zip(row, (("yes", "Yes", "Y"), ("no", "No", "N"),
                                                       ("cant_tell", "Can't tell", "U"))):
                 col.button(label, shortcut=key, width="stretch", on_click=session.answer,
@@ -148,14 +153,17 @@ def answers_view() -> None:
             given = mine.scores.get(crit.name)
             if given is not None:
                 st.caption(f"Your score: {given:g}")
-            values = [v for v in range(int(crit.min), int(crit.max) + 1)]
-            row = st.columns(len(values))
-            for value, col in zip(values, row):
-                key = "0" if value == 10 else str(value)
-                usable = len(values) <= 10 and 0 <= value <= 10
-                col.button(str(value), shortcut=key if usable else None, width="stretch",
-                           type="primary" if given == value else "secondary",
-                           key=f"score-{value}", on_click=session.score, args=(float(value),))
+            values = list(range(int(crit.min), int(crit.max) + 1))
+            per_row = 5 if len(values) > 5 else len(values)  # room for the key hint
+            for start in range(0, len(values), per_row):
+                row = st.columns(per_row, gap="xxsmall")
+                for value, col in zip(values[start:start + per_row], row):
+                    key = "0" if value == 10 else str(value)
+                    usable = len(values) <= 10 and 0 <= value <= 10
+                    col.button(str(value), shortcut=key if usable else None, width="stretch",
+                               type="primary" if given == value else "secondary",
+                               key=f"score-{value}", on_click=session.score,
+                               args=(float(value),))
             if crit.rubric:
                 with st.expander("Rubric", expanded=True):
                     st.markdown(crit.rubric)
