@@ -488,15 +488,17 @@ def flag_item(
 
 
 # ------------------------------------------------------------------------ progress
+def submission_counts(store: Store) -> dict[str, int]:
+    """Distinct annotators who submitted each output."""
+    return dict(store.conn.execute(
+        "SELECT output_id, count(*) FROM submissions GROUP BY output_id").fetchall())
+
+
 def personal_progress(store: Store, annotator: str) -> tuple[int, int]:
     """(items this annotator submitted, items still open to them + submitted)."""
     settings = get_settings(store)
     eligible = list(eligible_outputs(store).output_id)
-    submitted = dict(
-        store.conn.execute(
-            "SELECT output_id, count(*) FROM submissions GROUP BY output_id"
-        ).fetchall()
-    )
+    submitted = submission_counts(store)
     mine = {
         r[0]
         for r in store.conn.execute(
@@ -514,11 +516,7 @@ def overall_progress(store: Store) -> tuple[int, int]:
     """(submissions counted toward overlap, outputs x overlap) over the eligible outputs."""
     settings = get_settings(store)
     eligible = list(eligible_outputs(store).output_id)
-    submitted = dict(
-        store.conn.execute(
-            "SELECT output_id, count(*) FROM submissions GROUP BY output_id"
-        ).fetchall()
-    )
+    submitted = submission_counts(store)
     return (
         sum(min(submitted.get(o, 0), settings.overlap) for o in eligible),
         len(eligible) * settings.overlap,
