@@ -33,6 +33,7 @@ elif user.role == "admin":
     menu = {
         "Project": [
             st.Page("pages/home.py", title="Overview", icon=":material/home:"),
+            st.Page("pages/import_data.py", title="Import", icon=":material/upload:"),
             st.Page("pages/assignment.py", title="Assignment & progress",
                     icon=":material/group:"),
         ],

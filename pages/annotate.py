@@ -59,6 +59,9 @@ with head:
 with bar:
     st.progress(min(done / total, 1.0) if total else 1.0,
                 text=f"Your progress: {done} of {total} items")
+    everyone, needed = workflow.overall_progress(store)
+    st.progress(min(everyone / needed, 1.0) if needed else 1.0,
+                text=f"All annotators: {everyone} of {needed} annotations")
 if guidelines:
     with st.sidebar.expander("Guidelines", icon=":material/menu_book:"):
         st.markdown(guidelines)

@@ -88,3 +88,43 @@ def test_home_page_counts_follow_an_import(tmp_path, monkeypatch, example_bundle
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Tasks"] == "1" and metrics["Outputs"] == "2"
     assert at.title[0].value == "Cat and microwave"
+
+
+def test_import_page_imports_a_folder_and_shows_located_errors(tmp_path, monkeypatch,
+                                                              example_bundle):
+    db = tmp_path / "p.db"
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
+    ensure_account(db, "admin", "admin")
+    at = AppTest.from_file(str(Path(APP).parent / "pages" / "import_data.py"),
+                           default_timeout=60)
+    sign_in(at.session_state, User("admin", "admin"))
+    at.run()
+    broken = tmp_path / "broken"
+    import shutil
+
+    shutil.copytree(example_bundle, broken)
+    (broken / "outputs.jsonl").write_text('{"output_id": 5}\n')
+    at.text_input[0].input(str(broken)).run()
+    [b for b in at.button if b.label == "Import the folder"][0].click().run()
+    assert "nothing was written" in at.error[0].value
+    assert "outputs.jsonl:1: output_id: must be a string" in at.code[0].value
+    with Store.open(db) as store:
+        assert store.counts()["tasks"] == 0
+    at.text_input[0].input(str(example_bundle)).run()
+    [b for b in at.button if b.label == "Import the folder"][0].click().run()
+    assert at.success[0].value.startswith("Import #")
+    with Store.open(db) as store:
+        assert store.counts()["tasks"] == 1
+        assert store.import_log().user.tolist() == ["admin"]
+
+
+def test_import_page_refuses_annotators(tmp_path, monkeypatch):
+    db = tmp_path / "p.db"
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
+    ensure_account(db, "ann", "annotator")
+    at = AppTest.from_file(str(Path(APP).parent / "pages" / "import_data.py"),
+                           default_timeout=60)
+    sign_in(at.session_state, User("ann", "annotator"))
+    at.run()
+    assert "admins only" in at.error[0].value
+    assert not at.text_input
