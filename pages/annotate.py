@@ -190,28 +190,24 @@ def answers_view() -> None:
             if not gate[q.question_id]:
                 st.markdown(f":gray[~~{text}~~ (not applicable)]")
                 continue
-            st.markdown(f"**▶ {text}**" if here else text)
             key = f"q-{item.token}-{q.question_id}-{given}"
-            st.segmented_control(
-                text, ["yes", "no", "cant_tell"], default=given, key=key,
-                format_func=ANSWER_TEXT.get, label_visibility="collapsed",
+            st.segmented_control(  # the question is the control's label: one element each
+                f"**▶ {text}**" if here else text, ["yes", "no", "cant_tell"], default=given,
+                key=key, format_func=ANSWER_TEXT.get,
                 on_change=lambda k=key, qid=q.question_id: session.answer_question(
                     qid, st.session_state[k]) if st.session_state[k] else None)
     if item.criteria:
         st.caption("Ratings")
         for c in item.criteria:
-            i = index[c.name]
             given = mine.scores.get(c.name)
-            here = i == session.cursor
-            st.markdown(f"**▶ {inert(c.label)}**" if here else inert(c.label))
-            key = f"c-{item.token}-{c.name}-{given}"
-            values = list(range(int(c.min), int(c.max) + 1))
-            st.pills(
-                c.label, values, default=int(given) if given is not None else None, key=key,
-                label_visibility="collapsed",
-                on_change=lambda k=key, name=c.name: session.score_criterion(
-                    name, float(st.session_state[k])) if st.session_state[k] is not None
-                else None)
+            here = index[c.name] == session.cursor
+            score = f"{given:g}" if given is not None else "–"
+            label = f"**▶ {inert(c.label)}**" if here else inert(c.label)
+            st.button(f"{label} · {score}",
+                      key=f"c-{item.token}-{c.name}", type="tertiary",
+                      icon=":material/star:" if given is not None
+                      else ":material/radio_button_unchecked:",
+                      on_click=session.go_to, args=(index[c.name],))
 
     complete = session.complete()
     actions = st.columns([2, 1, 1])

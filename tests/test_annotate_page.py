@@ -65,9 +65,11 @@ def task_id(at: AppTest) -> str:
 
 def current_text(at: AppTest) -> str:
     """The question (or criterion) the keyboard acts on: the one marked ▶ in the list."""
-    marked = [m.value for m in at.markdown if m.value.startswith("**▶ ")]
+    labels = [m.value for m in at.markdown] + [g.label for g in at.button_group]
+    labels += [b.label for b in at.button]
+    marked = [text.split("**")[1] for text in labels if text.startswith("**▶ ")]
     assert len(marked) == 1, marked
-    return marked[0].removeprefix("**▶ ").removesuffix("**").replace("\\", "")
+    return marked[0].removeprefix("▶ ").replace("\\", "")
 
 
 def all_text(at: AppTest) -> str:
