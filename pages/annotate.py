@@ -43,10 +43,6 @@ if session.output_id is None:
     st.stop()
 
 item = session.item
-mine = session.answers()
-gate = session.applicable()
-targets = session.targets()
-current = session.current
 done, total = session.progress()
 
 # ------------------------------------------------------------------ header
