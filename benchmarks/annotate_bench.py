@@ -92,7 +92,6 @@ import json
 import logging
 import os
 import pstats
-import random
 import signal
 import sqlite3
 import statistics
@@ -105,7 +104,6 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from PIL import Image, ImageDraw, ImageFilter
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
@@ -165,21 +163,8 @@ row[2].button("Can't tell")
 
 
 # ------------------------------------------------------------------------ the project
-def photo_like(size: int, seed: int) -> Image.Image:
-    """A size x size RGB image with smooth areas, shapes and fine noise (PNG ~ a photo)."""
-    rng = random.Random(seed)
-    top = tuple(rng.randrange(256) for _ in range(3))
-    bottom = tuple(rng.randrange(256) for _ in range(3))
-    ramp = Image.linear_gradient("L").resize((size, size))
-    im = Image.composite(Image.new("RGB", (size, size), bottom),
-                         Image.new("RGB", (size, size), top), ramp)
-    draw = ImageDraw.Draw(im)
-    for _ in range(12):
-        x, y = rng.randrange(size), rng.randrange(size)
-        r = rng.randrange(size // 20, size // 4)
-        draw.ellipse((x - r, y - r, x + r, y + r), fill=tuple(rng.randrange(256) for _ in "rgb"))
-    noise = Image.effect_noise((size, size), 24).convert("RGB")
-    return Image.blend(im.filter(ImageFilter.GaussianBlur(2)), noise, 0.12)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from thumb_bench import photo_like  # noqa: E402  (one image maker for both benchmarks)
 
 
 def make_bundle(root: Path) -> None:
