@@ -1,0 +1,75 @@
+"""The data of a judge-validation study, read from the store as tidy long DataFrames.
+
+Everything the statistics need, in the shapes :mod:`annotation.stats` takes:
+
+* ``human_scores``: output_id, annotator, criterion, score (current answers only);
+* ``judge_scores``: output_id, judge, criterion, score (parsed judgments only);
+* ``human_answers``: output_id, annotator, question_id, answer (``cant_tell`` kept);
+* ``judge_answers``: output_id, judge, question_id, answer;
+* ``questions``: question_id, checklist_id, operator, target, pass_answer, depends_on;
+* ``outputs``: output_id, task_id, generator, plus the task's meta flattened as
+  ``meta.<key>`` columns (scalars only), for grouping (``--by meta.conflict``).
+
+Unparsed judge answers and superseded human answers are left out; missing outputs have no
+answers. Pure reading: no statistics here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+
+from annotation.store import Store
+
+
+@dataclass(frozen=True)
+class StudyData:
+    human_scores: pd.DataFrame
+    judge_scores: pd.DataFrame
+    human_answers: pd.DataFrame
+    judge_answers: pd.DataFrame
+    questions: pd.DataFrame
+    outputs: pd.DataFrame
+    criteria: pd.DataFrame
+    judges: pd.DataFrame
+
+
+def _flat_meta(meta: str) -> dict[str, object]:
+    data = json.loads(meta) if meta else {}
+    return {f"meta.{k}": v for k, v in data.items()
+            if isinstance(v, str | int | float | bool) or v is None}
+
+
+def load_study(store: Store) -> StudyData:
+    """Read every current answer and judgment of the project (see the module docstring)."""
+    annotations = store.annotations_df()
+    judgments = store.judgments_df()
+    judgments = judgments[judgments.parse_status == "ok"]
+    human_scores = annotations.loc[annotations.criterion.notna(),
+                                   ["output_id", "annotator", "criterion", "score"]]
+    human_answers = annotations.loc[annotations.question_id.notna(),
+                                    ["output_id", "annotator", "question_id", "answer"]]
+    judge_scores = judgments.loc[judgments.criterion.notna(),
+                                 ["output_id", "judge", "criterion", "score"]]
+    judge_answers = judgments.loc[judgments.question_id.notna(),
+                                  ["output_id", "judge", "question_id", "answer"]]
+    questions = store.questions_df()[["question_id", "checklist_id", "operator", "target",
+                                      "pass_answer", "depends_on"]].copy()
+    questions["depends_on"] = questions["depends_on"].map(json.loads)
+    outputs = store.query_df(
+        "SELECT o.output_id, o.task_id, o.generator, o.missing, t.checklist_id, t.meta"
+        " FROM outputs o JOIN tasks t USING (task_id) ORDER BY o.rowid")
+    meta = pd.DataFrame([_flat_meta(m) for m in outputs.pop("meta")], index=outputs.index)
+    outputs = pd.concat([outputs, meta], axis=1)
+    return StudyData(
+        human_scores=human_scores.reset_index(drop=True),
+        judge_scores=judge_scores.reset_index(drop=True),
+        human_answers=human_answers.reset_index(drop=True),
+        judge_answers=judge_answers.reset_index(drop=True),
+        questions=questions.reset_index(drop=True),
+        outputs=outputs,
+        criteria=store.criteria_df(),
+        judges=store.judges_df(),
+    )
