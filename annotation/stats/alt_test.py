@@ -1,0 +1,246 @@
+"""Can the judge replace a human annotator? The alternative annotator test.
+
+Calderon, Reichart & Dror (2025), "The Alternative Annotator Test for LLM-as-a-Judge: How to
+Statistically Justify Replacing Human Annotators with LLMs", ACL 2025, pp. 16051-16081,
+Sec. 3 (procedure) and the authors' reference implementation (``alt_test`` in
+``alt_test_example.ipynb``, github.com/nitaytech/AltTest), which this module reproduces
+exactly, with the defaults of that function.
+
+Procedure (leave one annotator out):
+
+1. Keep items labeled by the judge and by at least ``min_humans_per_item`` (2) humans.
+2. For each annotator h with at least ``min_items`` (30) kept items: on each of h's items,
+   score the judge's and h's alignment with the *other* annotators of that item
+   (``accuracy``: share of the others with the same label; ``neg_rmse``: minus the root mean
+   squared difference to the others; ``neg_mae``: minus the mean absolute difference).
+   W_judge = 1 if the judge aligns at least as well as h, W_h = 1 if h aligns at least as
+   well as the judge (a tie gives both 1).
+3. One-sided one-sample t-test of d = W_h - W_judge: H0 mean(d) >= epsilon against
+   H1 mean(d) < epsilon (epsilon: 0.2 experts, 0.15 skilled, 0.1 crowd workers).
+4. Benjamini-Yekutieli across the tested annotators at ``q``; the judge "wins" against h when
+   H0 is rejected. Winning rate omega = share of tested annotators won; the judge passes
+   when omega >= 0.5. Advantage probability rho = mean over tested annotators of mean(W_judge)
+   (for ranking judges). Annotators below ``min_items`` are listed but not tested and do not
+   count in omega or in the BY correction (as in the reference code).
+
+With fewer than 3 annotators the test means little (paper, FAQ). A judge that outputs the
+human majority gets rho = 1: ensembles are favoured by construction.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from annotation.stats.comparison import adjust_pvalues
+
+__all__ = ["AltTestResult", "alignment", "alt_test"]
+
+Scoring = str | Callable[[Any, np.ndarray], float]
+
+
+def _accuracy(pred: Any, others: np.ndarray) -> float:
+    return float(np.mean([pred == o for o in others]))
+
+
+def _neg_rmse(pred: Any, others: np.ndarray) -> float:
+    o = np.asarray(others, dtype=float)
+    return -float(np.sqrt(np.mean((float(pred) - o) ** 2)))
+
+
+def _neg_mae(pred: Any, others: np.ndarray) -> float:
+    o = np.asarray(others, dtype=float)
+    return -float(np.mean(np.abs(float(pred) - o)))
+
+
+_SCORINGS: dict[str, Callable[[Any, np.ndarray], float]] = {
+    "accuracy": _accuracy,
+    "neg_rmse": _neg_rmse,
+    "neg_mae": _neg_mae,
+}
+
+
+def alignment(scoring: Scoring) -> Callable[[Any, np.ndarray], float]:
+    """The per-item alignment function of Calderon et al. (2025, Sec. 3).
+
+    ``"accuracy"``: share of the other annotators with the same label (labels, yes/no);
+    ``"neg_rmse"``: minus the root mean squared difference to the others (ratings, the
+    reference code's ``neg_rmse``); ``"neg_mae"``: minus the mean absolute difference;
+    or a callable ``f(prediction, others) -> float``, higher meaning better aligned.
+    """
+    if callable(scoring):
+        return scoring
+    try:
+        return _SCORINGS[scoring]
+    except KeyError:
+        raise ValueError(f"scoring must be one of {sorted(_SCORINGS)} or a callable") from None
+
+
+@dataclass(frozen=True)
+class AltTestResult:
+    """Result of :func:`alt_test`.
+
+    ``annotators``: one row per annotator: ``annotator``, ``n_items``, ``tested``,
+    ``rho_judge`` (mean W_judge), ``rho_human`` (mean W_h), ``mean_d``, ``t``, ``p`` (raw),
+    ``p_by`` (Benjamini-Yekutieli adjusted), ``judge_wins``.
+    ``summary``: one row: ``judge``, ``scoring``, ``epsilon``, ``q``, ``n_items``,
+    ``n_annotators`` (tested), ``n_skipped``, ``winning_rate``, ``advantage_prob``,
+    ``passed``.
+    """
+
+    annotators: pd.DataFrame
+    summary: pd.DataFrame
+
+    @property
+    def winning_rate(self) -> float:
+        return float(self.summary["winning_rate"].iloc[0])
+
+    @property
+    def advantage_prob(self) -> float:
+        return float(self.summary["advantage_prob"].iloc[0])
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.summary["passed"].iloc[0])
+
+
+def _judge_series(judge: pd.Series | pd.DataFrame, item_col: str, value_col: str) -> pd.Series:
+    if isinstance(judge, pd.DataFrame):
+        missing = [c for c in (item_col, value_col) if c not in judge.columns]
+        if missing:
+            raise KeyError(f"judge DataFrame lacks columns {missing}")
+        if judge[item_col].duplicated().any():
+            raise ValueError("judge has several values for one item")
+        judge = judge.set_index(item_col)[value_col]
+    elif judge.index.duplicated().any():
+        raise ValueError("judge has several values for one item")
+    return judge[judge.notna()]
+
+
+def _scoring_name(scoring: Scoring) -> str:
+    return scoring if isinstance(scoring, str) else getattr(scoring, "__name__", "custom")
+
+
+def _one_sided_t(d: np.ndarray, epsilon: float) -> tuple[float, float]:
+    """scipy ``ttest_1samp(d, epsilon, alternative="less")`` (t, p), without its warnings."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.ttest_1samp(d, epsilon, alternative="less")
+    return float(res.statistic), float(res.pvalue)
+
+
+def alt_test(
+    humans: pd.DataFrame,
+    judge: pd.Series | pd.DataFrame,
+    *,
+    epsilon: float = 0.2,
+    q: float = 0.05,
+    scoring: Scoring = "accuracy",
+    min_items: int = 30,
+    min_humans_per_item: int = 2,
+    item_col: str = "item",
+    annotator_col: str = "annotator",
+    value_col: str = "value",
+    judge_name: str = "judge",
+) -> AltTestResult:
+    """The alternative annotator test (Calderon, Reichart & Dror, ACL 2025) of one judge.
+
+    Parameters
+    ----------
+    humans: long table, one row per (item, annotator) with the annotator's ``value``.
+        Missing values are dropped; two values from one annotator for one item are an error.
+    judge: the judge's value per item, a Series indexed by item or a DataFrame with
+        ``item_col`` and ``value_col``.
+    epsilon: cost-benefit margin (0.2 experts, 0.15 skilled, 0.1 crowd).
+    q: false discovery rate for the Benjamini-Yekutieli correction across annotators.
+    scoring: ``"accuracy"``, ``"neg_rmse"``, ``"neg_mae"`` or a callable, see
+        :func:`alignment`.
+    min_items: annotators with fewer kept items are not tested (the t-test needs ~30).
+    min_humans_per_item: items with fewer human annotators are dropped (2 = h + one other).
+
+    The p-value of an annotator whose d is constant and equal to epsilon is NaN (as scipy
+    returns); like the reference code it counts in the BY correction's m and is never
+    rejected (it enters the correction as p = 1).
+    """
+    align = alignment(scoring)
+    for c in (item_col, annotator_col, value_col):
+        if c not in humans.columns:
+            raise KeyError(f"humans lacks column {c!r}")
+    h = humans[[item_col, annotator_col, value_col]]
+    h = h[h[value_col].notna()]
+    if h.duplicated([item_col, annotator_col]).any():
+        raise ValueError("humans has several values for one (item, annotator)")
+    jv = _judge_series(judge, item_col, value_col)
+
+    per_item = h.groupby(item_col, sort=False)[annotator_col].transform("size")
+    kept = h[(per_item >= min_humans_per_item) & h[item_col].isin(jv.index)]
+    by_item = {
+        item: dict(zip(g[annotator_col], g[value_col], strict=True))
+        for item, g in kept.groupby(item_col, sort=False)
+    }
+
+    rows = []
+    for annotator in pd.unique(h[annotator_col]):
+        own = kept[kept[annotator_col] == annotator]
+        row: dict[str, Any] = {
+            "annotator": annotator,
+            "n_items": len(own),
+            "tested": len(own) >= min_items,
+            "rho_judge": np.nan,
+            "rho_human": np.nan,
+            "mean_d": np.nan,
+            "t": np.nan,
+            "p": np.nan,
+        }
+        if row["tested"]:
+            w_judge, w_human = [], []
+            for item, value in zip(own[item_col], own[value_col], strict=True):
+                others = np.array([v for a, v in by_item[item].items() if a != annotator])
+                human_score = align(value, others)
+                judge_score = align(jv[item], others)
+                w_judge.append(1 if judge_score >= human_score else 0)
+                w_human.append(1 if human_score >= judge_score else 0)
+            d = np.array(w_human, dtype=float) - np.array(w_judge, dtype=float)
+            row["rho_judge"] = float(np.mean(w_judge))
+            row["rho_human"] = float(np.mean(w_human))
+            row["mean_d"] = float(d.mean())
+            row["t"], row["p"] = _one_sided_t(d, epsilon)
+        rows.append(row)
+
+    table = pd.DataFrame(
+        rows,
+        columns=["annotator", "n_items", "tested", "rho_judge", "rho_human", "mean_d", "t", "p"],
+    )
+    tested = table["tested"].to_numpy(bool)
+    table["p_by"] = np.nan
+    if tested.any():
+        p_for_by = table.loc[tested, "p"].fillna(1.0).to_numpy(float)
+        table.loc[tested, "p_by"] = adjust_pvalues(p_for_by, "by")
+    table["judge_wins"] = tested & (table["p_by"] <= q).to_numpy(bool)
+
+    n_tested = int(tested.sum())
+    winning_rate = float(table["judge_wins"].sum() / n_tested) if n_tested else np.nan
+    advantage = float(table.loc[tested, "rho_judge"].mean()) if n_tested else np.nan
+    summary = pd.DataFrame(
+        [
+            {
+                "judge": judge_name,
+                "scoring": _scoring_name(scoring),
+                "epsilon": epsilon,
+                "q": q,
+                "n_items": len(by_item),
+                "n_annotators": n_tested,
+                "n_skipped": int((~tested).sum()),
+                "winning_rate": winning_rate,
+                "advantage_prob": advantage,
+                "passed": bool(n_tested and winning_rate >= 0.5),
+            }
+        ]
+    )
+    return AltTestResult(annotators=table, summary=summary)

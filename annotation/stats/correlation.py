@@ -1,0 +1,441 @@
+"""A judge's scores against the humans' scores: PLCC, SRCC, Kendall tau-b, MAE and bias.
+
+Conventions (see ``shared/stats/METHODS.md``):
+
+* ``x`` is the judge, ``y`` the human reference (usually the mean of the humans per item);
+  ``bias`` is ``mean(x - y)``, so a positive bias is a lenient judge.
+* PLCC is the raw Pearson correlation (no logistic fit first, unlike much image-quality
+  work), SRCC Spearman's rho (Pearson of mid-ranks), Kendall's tau-b (ties corrected).
+* Pearson's interval is Fisher's z interval, identical to scipy's
+  ``pearsonr(x, y).confidence_interval()``: ``tanh(atanh(r) -/+ z_{1-a/2} / sqrt(n - 3))``
+  (Fisher 1921; e.g. Bonett & Wright 2000, eq. 1).
+* Spearman and Kendall intervals are bootstrap percentile intervals (Efron & Tibshirani 1993,
+  ch. 13). Resampling is over **items** (a cluster bootstrap, Davison & Hinkley 1997,
+  sec. 3.8): when several rows share an item label they enter or leave a resample together.
+  A resample is represented by a weight per row (how many times its item was drawn), and the
+  weighted statistics below equal the unweighted statistic of the expanded resample exactly
+  (mid-ranks and tie counts included), so no resample is ever materialised.
+* Rows where x or y is missing are dropped pairwise; ``n`` reports the rows kept and
+  ``n_items`` their distinct items. Fewer than 3 pairs, or a constant x or y, give NaN
+  correlations (never an exception or a warning).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+ArrayLike = Sequence[Any] | np.ndarray | pd.Series
+
+__all__ = [
+    "MaeBias",
+    "correlations",
+    "fisher_ci",
+    "fisher_z_mean",
+    "mae_bias",
+    "viescore_mean",
+]
+
+#: Above this many rows the vectorised O(B n^2) Kendall bootstrap gives way to one
+#: O(n log n) ``scipy.stats.kendalltau`` call per resample.
+_KENDALL_MATRIX_MAX_ROWS = 2000
+#: Elements per temporary (resamples x rows) block: bounds memory, not results.
+_BLOCK_ELEMENTS = 1 << 22
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def as_float_array(values: ArrayLike, name: str = "values") -> np.ndarray:
+    """Return ``values`` as a 1-D float array; None, NaN and pd.NA become NaN."""
+    if isinstance(values, pd.Series | pd.Index):
+        arr = values.to_numpy(dtype=float, na_value=np.nan)
+    else:
+        arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def item_codes(items: ArrayLike | None, n: int) -> tuple[np.ndarray, int]:
+    """Integer cluster codes 0..K-1 for ``items`` (each row its own item when None)."""
+    if items is None:
+        return np.arange(n), n
+    labels = items.to_numpy() if isinstance(items, pd.Series | pd.Index) else np.asarray(items)
+    if labels.ndim != 1 or len(labels) != n:
+        raise ValueError(f"items must be one-dimensional with {n} labels, got {labels.shape}")
+    codes, uniques = pd.factorize(labels, use_na_sentinel=True)
+    if (codes < 0).any():
+        raise ValueError("items contains missing labels")
+    return codes.astype(np.int64), len(uniques)
+
+
+def _check_ci(ci: float) -> None:
+    if not 0.0 < ci < 1.0:
+        raise ValueError(f"ci must be in (0, 1), got {ci}")
+
+
+def _is_constant(v: np.ndarray) -> bool:
+    return len(v) == 0 or bool(np.all(v == v[0]))
+
+
+# ------------------------------------------------------------------ point estimates
+
+
+def fisher_ci(r: float, n: int, ci: float = 0.95) -> tuple[float, float]:
+    """Fisher z interval for a Pearson correlation, as scipy's ``confidence_interval()``.
+
+    ``tanh(atanh(r) -/+ z_{(1+ci)/2} / sqrt(n - 3))`` (Fisher 1921). For ``n == 3`` the
+    standard error is infinite and the interval is (-1, 1), as in scipy; ``n < 3`` or a
+    NaN ``r`` give NaN.
+    """
+    _check_ci(ci)
+    if not np.isfinite(r) or n < 3:
+        return (np.nan, np.nan)
+    if n == 3:
+        return (-1.0, 1.0)
+    zc = stats.norm.ppf(0.5 + ci / 2.0)
+    with np.errstate(divide="ignore"):
+        z = np.arctanh(r)
+    se = 1.0 / np.sqrt(n - 3)
+    return (float(np.tanh(z - zc * se)), float(np.tanh(z + zc * se)))
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 3 or _is_constant(x) or _is_constant(y):
+        return np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(stats.pearsonr(x, y).statistic)
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 3 or _is_constant(x) or _is_constant(y):
+        return np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(stats.spearmanr(x, y).statistic)
+
+
+def _kendall(x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 3 or _is_constant(x) or _is_constant(y):
+        return np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(stats.kendalltau(x, y, variant="b").statistic)
+
+
+POINT_STATS = {"pearson": _pearson, "spearman": _spearman, "kendall": _kendall}
+
+
+# ------------------------------------------------------ weighted (resample) statistics
+#
+# A bootstrap resample is a weight matrix W (B resamples x n rows): W[b, i] is the number
+# of copies of row i in resample b. Every function returns, for each resample, exactly the
+# unweighted statistic of the expanded sample.
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Tie groups of one variable, precomputed once for all resamples."""
+
+    codes: np.ndarray  # group (distinct value, ascending) of each row
+    order: np.ndarray  # rows sorted by group
+    starts: np.ndarray  # first position of each group in ``order``
+
+
+def _groups(v: np.ndarray) -> _Groups:
+    _, codes = np.unique(v, return_inverse=True)
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    return _Groups(codes=codes, order=order, starts=starts)
+
+
+def _group_totals(w: np.ndarray, g: _Groups) -> np.ndarray:
+    """Total weight of each tie group in each resample, shape (B, G)."""
+    return np.add.reduceat(w[:, g.order], g.starts, axis=1)
+
+
+def _w_pearson(w: np.ndarray, a: np.ndarray, b: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Pearson r of each weighted resample (two-pass, so no cancellation); NaN where not ok.
+
+    ``a`` and ``b`` are (n,) or (B, n).
+    """
+    total = w.sum(axis=1)
+    ma = (w * a).sum(axis=1) / total
+    mb = (w * b).sum(axis=1) / total
+    da = a - ma[:, None]
+    db = b - mb[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (w * da * db).sum(axis=1) / np.sqrt((w * da * da).sum(axis=1) * (w * db * db).sum(1))
+    r = np.clip(r, -1.0, 1.0)
+    r[~ok] = np.nan
+    return r
+
+
+def _w_midranks(t: np.ndarray, g: _Groups) -> np.ndarray:
+    """Mid-rank of each row within each resample, from the group totals ``t`` (B, G)."""
+    below = np.cumsum(t, axis=1) - t
+    return (below + (t + 1.0) / 2.0)[:, g.codes]
+
+
+def _kendall_numerator(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``sum_ij w_i w_j sign(x_i - x_j) sign(y_i - y_j)`` = 2 (C - D) for each resample."""
+    n = len(x)
+    out = np.zeros(w.shape[0])
+    rows = max(1, _BLOCK_ELEMENTS // max(n, 1))
+    for lo in range(0, n, rows):
+        hi = min(n, lo + rows)
+        s = np.sign(x[lo:hi, None] - x[None, :]) * np.sign(y[lo:hi, None] - y[None, :])
+        out += np.einsum("bi,bi->b", w[:, lo:hi], w @ s.T)
+    return out
+
+
+def _w_kendall(
+    w: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    tx: np.ndarray,
+    ty: np.ndarray,
+    ok: np.ndarray,
+) -> np.ndarray:
+    """Kendall tau-b of each weighted resample (Kendall 1945; scipy's ``variant='b'``).
+
+    tau_b = (C - D) / sqrt((n0 - n1)(n0 - n2)) with n0 = N(N-1)/2 and n1 = sum T(T-1)/2
+    over tie groups; in terms of weights, n0 - n1 = (N^2 - sum T^2) / 2, copies of one row
+    being tied with each other in both variables.
+    """
+    if len(x) <= _KENDALL_MATRIX_MAX_ROWS:
+        num = _kendall_numerator(w, x, y)
+        total = w.sum(axis=1)
+        den = np.sqrt((total**2 - (tx**2).sum(axis=1)) * (total**2 - (ty**2).sum(axis=1)))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tau = num / den
+        tau = np.clip(tau, -1.0, 1.0)
+    else:
+        tau = np.empty(w.shape[0])
+        for b in range(w.shape[0]):
+            rows = np.repeat(np.arange(len(x)), w[b].astype(np.int64))
+            tau[b] = _kendall(x[rows], y[rows])
+    tau[~ok] = np.nan
+    return tau
+
+
+def _standardise(v: np.ndarray) -> np.ndarray:
+    sd = v.std()
+    return (v - v.mean()) / (sd if sd > 0 else 1.0)
+
+
+def bootstrap_statistics(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]],
+    codes: np.ndarray,
+    n_items: int,
+    *,
+    n_boot: int,
+    seed: int | None,
+    statistics: Sequence[str] = ("pearson", "spearman", "kendall"),
+) -> dict[tuple[int, str], np.ndarray]:
+    """Cluster-bootstrap distributions of correlation statistics, all on the same resamples.
+
+    ``pairs`` are (x, y) arrays of equal length without NaN; ``codes`` the item code of each
+    row (0..n_items-1). Each resample draws ``n_items`` items with replacement (numpy
+    ``Generator`` seeded with ``seed``); every pair is evaluated on the same resamples, which
+    makes differences between pairs paired. Returns ``{(pair index, statistic): (n_boot,)}``
+    with NaN for degenerate resamples (a constant variable).
+    """
+    unknown = set(statistics) - set(POINT_STATS)
+    if unknown:
+        raise ValueError(f"unknown statistics {sorted(unknown)}; use {sorted(POINT_STATS)}")
+    out: dict[tuple[int, str], list[np.ndarray]] = {
+        (k, s): [] for k in range(len(pairs)) for s in statistics
+    }
+    rng = np.random.default_rng(seed)
+    n = len(codes)
+    prepared = []
+    for x, y in pairs:
+        gx, gy = _groups(x), _groups(y)
+        prepared.append((_standardise(x), _standardise(y), gx, gy, x, y))
+    chunk = max(1, _BLOCK_ELEMENTS // max(n, n_items, 1))
+    done = 0
+    while done < n_boot:
+        size = min(chunk, n_boot - done)
+        draws = rng.integers(0, n_items, size=(size, n_items))
+        offsets = draws + (np.arange(size) * n_items)[:, None]
+        counts = np.bincount(offsets.ravel(), minlength=size * n_items).reshape(size, n_items)
+        w = counts[:, codes].astype(float)
+        for k, (xs, ys, gx, gy, x, y) in enumerate(prepared):
+            tx, ty = _group_totals(w, gx), _group_totals(w, gy)
+            ok = ((tx > 0).sum(axis=1) >= 2) & ((ty > 0).sum(axis=1) >= 2)
+            if "pearson" in statistics:
+                out[(k, "pearson")].append(_w_pearson(w, xs, ys, ok))
+            if "spearman" in statistics:
+                rx, ry = _w_midranks(tx, gx), _w_midranks(ty, gy)
+                out[(k, "spearman")].append(_w_pearson(w, rx, ry, ok))
+            if "kendall" in statistics:
+                out[(k, "kendall")].append(_w_kendall(w, x, y, tx, ty, ok))
+        done += size
+    return {key: (np.concatenate(v) if v else np.empty(0)) for key, v in out.items()}
+
+
+def percentile_interval(boot: np.ndarray, ci: float) -> tuple[float, float]:
+    """Percentile bootstrap interval (Efron & Tibshirani 1993, eq. 13.5), NaN resamples
+    (degenerate, e.g. constant) left out; NaN when no resample is usable."""
+    finite = boot[np.isfinite(boot)]
+    if len(finite) == 0:
+        return (np.nan, np.nan)
+    lo, hi = np.quantile(finite, [0.5 - ci / 2.0, 0.5 + ci / 2.0])
+    return (float(lo), float(hi))
+
+
+# ------------------------------------------------------------------------ public API
+
+
+@dataclass(frozen=True)
+class MaeBias:
+    """Mean absolute error and mean bias (judge - human) on the judge's scale."""
+
+    n: int
+    mae: float
+    bias: float
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([asdict(self)])
+
+
+def mae_bias(x: ArrayLike, y: ArrayLike) -> MaeBias:
+    """MAE = mean |x - y| and bias = mean (x - y) over complete pairs (x = judge, y = human).
+
+    Both on the rating scale, as METHODS.md asks beside the correlations (a judge can
+    correlate perfectly and still be 2 points too lenient). NaN when no complete pair.
+    """
+    xa, ya = as_float_array(x, "x"), as_float_array(y, "y")
+    if len(xa) != len(ya):
+        raise ValueError(f"x and y differ in length: {len(xa)} != {len(ya)}")
+    keep = np.isfinite(xa) & np.isfinite(ya)
+    d = xa[keep] - ya[keep]
+    if len(d) == 0:
+        return MaeBias(n=0, mae=np.nan, bias=np.nan)
+    return MaeBias(n=int(len(d)), mae=float(np.abs(d).mean()), bias=float(d.mean()))
+
+
+def correlations(
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    items: ArrayLike | None = None,
+    n_boot: int = 1000,
+    seed: int | None = 0,
+    ci: float = 0.95,
+) -> pd.DataFrame:
+    """PLCC, SRCC and Kendall tau-b of judge ``x`` against human ``y``, with intervals.
+
+    Returns one row with columns ``n`` (complete pairs), ``n_items`` (their distinct
+    items), ``plcc``, ``plcc_lo``/``plcc_hi`` (Fisher z, as scipy's
+    ``pearsonr(x, y).confidence_interval()``), ``plcc_boot_lo``/``plcc_boot_hi``,
+    ``srcc``, ``srcc_lo``/``srcc_hi``, ``kendall`` (tau-b), ``kendall_lo``/``kendall_hi``
+    (all bootstrap percentile), ``mae``, ``bias`` (mean x - y), ``ci``, ``n_boot``.
+
+    Sources: Pearson (1896); Spearman (1904) as Pearson of mid-ranks; Kendall (1945) tau-b,
+    i.e. scipy ``kendalltau(variant="b")``; Fisher (1921) z interval; percentile bootstrap
+    (Efron & Tibshirani 1993, eq. 13.5) over items (cluster bootstrap, Davison & Hinkley
+    1997, sec. 3.8). Pingouin's Fisher interval for Spearman/Kendall is deliberately not
+    used (too wide for tau).
+
+    Parameters
+    ----------
+    x, y: judge and human scores, one per row; rows with NaN in either are dropped.
+    items: optional item label per row; rows sharing a label are resampled together.
+        Without it every row is its own item.
+    n_boot: bootstrap resamples (0 disables the bootstrap: the bootstrap columns are NaN).
+    seed: seed of the numpy ``Generator``; the same seed gives identical output.
+    ci: coverage of every interval.
+    """
+    _check_ci(ci)
+    xa, ya = as_float_array(x, "x"), as_float_array(y, "y")
+    if len(xa) != len(ya):
+        raise ValueError(f"x and y differ in length: {len(xa)} != {len(ya)}")
+    codes, _ = item_codes(items, len(xa))
+    keep = np.isfinite(xa) & np.isfinite(ya)
+    xa, ya = xa[keep], ya[keep]
+    codes = np.unique(codes[keep], return_inverse=True)[1].reshape(-1)
+    n_items = int(codes.max()) + 1 if len(codes) else 0
+    n = len(xa)
+
+    err = mae_bias(xa, ya)
+    plcc = _pearson(xa, ya)
+    plcc_lo, plcc_hi = fisher_ci(plcc, n, ci)
+    row: dict[str, float | int] = {
+        "n": n,
+        "n_items": n_items,
+        "plcc": plcc,
+        "plcc_lo": plcc_lo,
+        "plcc_hi": plcc_hi,
+        "plcc_boot_lo": np.nan,
+        "plcc_boot_hi": np.nan,
+        "srcc": _spearman(xa, ya),
+        "srcc_lo": np.nan,
+        "srcc_hi": np.nan,
+        "kendall": _kendall(xa, ya),
+        "kendall_lo": np.nan,
+        "kendall_hi": np.nan,
+        "mae": err.mae,
+        "bias": err.bias,
+        "ci": ci,
+        "n_boot": int(n_boot),
+    }
+    if n_boot > 0 and np.isfinite(plcc) and n_items >= 3:
+        boot = bootstrap_statistics([(xa, ya)], codes, n_items, n_boot=n_boot, seed=seed)
+        row["plcc_boot_lo"], row["plcc_boot_hi"] = percentile_interval(boot[(0, "pearson")], ci)
+        row["srcc_lo"], row["srcc_hi"] = percentile_interval(boot[(0, "spearman")], ci)
+        row["kendall_lo"], row["kendall_hi"] = percentile_interval(boot[(0, "kendall")], ci)
+    return pd.DataFrame([row])
+
+
+def fisher_z_mean(rs: ArrayLike, ns: ArrayLike | None = None) -> float:
+    """Pooled correlation: ``tanh`` of the mean of ``atanh(r)``, weighted by ``n - 3``.
+
+    The fixed-effect meta-analytic average of correlations (Hedges & Olkin 1985, ch. 11,
+    eq. 9: z-bar = sum (n_i - 3) z_i / sum (n_i - 3)); unweighted when ``ns`` is None.
+    NaN correlations are left out, as are studies with ``n <= 3`` (weight <= 0).
+    |r| = 1 maps to an infinite z and pools to +-1.
+
+    Not what VIEScore reports: VIEScore (Ku et al., ACL 2024, ``analyze_json.ipynb``,
+    ``average_correlation``) pools per-model Spearman rhos **unweighted and without the
+    atanh step**, ``tanh(mean(rho))``; see :func:`viescore_mean` to reproduce its numbers.
+    Always label which aggregation a pooled number used.
+    """
+    r = as_float_array(rs, "rs")
+    if ns is None:
+        w = np.ones_like(r)
+    else:
+        w = as_float_array(ns, "ns") - 3.0
+        if len(w) != len(r):
+            raise ValueError(f"rs and ns differ in length: {len(r)} != {len(w)}")
+    keep = np.isfinite(r) & np.isfinite(w) & (w > 0)
+    if not keep.any():
+        return np.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.arctanh(np.clip(r[keep], -1.0, 1.0))
+        return float(np.tanh(np.sum(w[keep] * z) / np.sum(w[keep])))
+
+
+def viescore_mean(rs: ArrayLike) -> float:
+    """VIEScore's pooled correlation, ``tanh(mean(r))`` (unweighted, no ``atanh``).
+
+    Reproduces Ku et al. (VIEScore, ACL 2024), ``analyze_json.ipynb``:
+    ``average_correlation`` receives the raw per-model Spearman rhos and returns
+    ``(exp(2 z) - 1) / (exp(2 z) + 1)`` of their plain mean, e.g. rhos .3538, .2145, .5476
+    (ImagenHub Multi-Concept IC, SC) -> .3557, where a Fisher z mean gives .3806. It is
+    applied again to the per-task results for the final number. Offered only to compare
+    with VIEScore's tables; use :func:`fisher_z_mean` for a proper pooled correlation.
+    """
+    r = as_float_array(rs, "rs")
+    r = r[np.isfinite(r)]
+    return float(np.tanh(r.mean())) if len(r) else np.nan

@@ -1,0 +1,168 @@
+"""annotation.stats.alt_test: the published synthetic example and a dict-based re-derivation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from annotation.stats.alt_test import alt_test
+
+VECTORS = Path(__file__).resolve().parents[2] / "shared" / "stats" / "test_vectors.json"
+
+
+@pytest.fixture(scope="module")
+def vec() -> dict:
+    if not VECTORS.exists():
+        pytest.skip(f"{VECTORS} not present")
+    return json.loads(VECTORS.read_text())["alt_test_synthetic"]
+
+
+def _long(humans: dict[str, list]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [(i, h, v) for h, values in humans.items() for i, v in enumerate(values)],
+        columns=["item", "annotator", "value"],
+    )
+
+
+@pytest.mark.parametrize("epsilon", ["0.0", "0.1", "0.2"])
+def test_synthetic_vector(vec: dict, epsilon: str) -> None:
+    assert vec["scoring"] == "accuracy" and vec["fdr"] == "Benjamini-Yekutieli"
+    expected = vec["expected_by_epsilon"][epsilon]
+    res = alt_test(
+        _long(vec["humans"]), pd.Series(vec["judge"]), epsilon=float(epsilon),
+        q=vec["q_fdr"], scoring=vec["scoring"],
+    )  # fmt: skip
+    table = res.annotators
+    assert list(table["annotator"]) == list(vec["humans"])
+    assert table["tested"].all()
+    np.testing.assert_allclose(table["p"], expected["p_raw"], rtol=1e-12, atol=0)
+    if "p_by" in expected:
+        np.testing.assert_allclose(table["p_by"], expected["p_by"], rtol=1e-12, atol=0)
+    assert res.winning_rate == expected["winning_rate"]
+    assert res.advantage_prob == pytest.approx(expected["advantage_prob"], abs=1e-15)
+    assert res.passed == (expected["winning_rate"] >= 0.5)
+    summary = res.summary.iloc[0]
+    assert summary["n_annotators"] == 3 and summary["n_items"] == 40
+    assert summary["epsilon"] == float(epsilon)
+
+
+def test_judge_as_dataframe_and_column_names(vec: dict) -> None:
+    humans = _long(vec["humans"]).rename(columns={"item": "image", "annotator": "who",
+                                                  "value": "answer"})  # fmt: skip
+    judge = pd.DataFrame({"image": range(40), "answer": vec["judge"]})
+    res = alt_test(humans, judge, epsilon=0.2, item_col="image", annotator_col="who",
+                   value_col="answer", judge_name="gpt")  # fmt: skip
+    assert res.winning_rate == 1.0 and res.summary["judge"].iloc[0] == "gpt"
+
+
+# ------------------------------------------------- independent dict-based re-derivation
+
+
+def _reference(humans: dict, judge: dict, epsilon: float, q: float, score) -> tuple:
+    """The procedure of Calderon et al. (2025, Sec. 3) written out over plain dicts."""
+    annotators_of: dict = {}
+    for h, labels in humans.items():
+        for i in labels:
+            annotators_of.setdefault(i, []).append(h)
+    usable = {i for i, hs in annotators_of.items() if len(hs) >= 2 and i in judge}
+    pvals, rhos = [], []
+    for h, labels in humans.items():
+        mine = [i for i in labels if i in usable]
+        if len(mine) < 30:
+            continue
+        d, wj = [], []
+        for i in mine:
+            rest = [humans[o][i] for o in annotators_of[i] if o != h]
+            s_h, s_j = score(labels[i], rest), score(judge[i], rest)
+            wj.append(int(s_j >= s_h))
+            d.append(int(s_h >= s_j) - int(s_j >= s_h))
+        pvals.append(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
+        rhos.append(np.mean(wj))
+    m = len(pvals)
+    order = np.argsort(pvals)
+    cm = sum(1 / k for k in range(1, m + 1))
+    last = -1
+    for rank, idx in enumerate(order, start=1):
+        if pvals[idx] <= rank / m * q / cm:
+            last = rank
+    return (max(last, 0) / m, float(np.mean(rhos)), pvals)
+
+
+def _neg_rmse(pred, rest) -> float:
+    return -float(np.sqrt(np.mean([(pred - r) ** 2 for r in rest])))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("epsilon", [0.1, 0.2])
+def test_matches_reference_on_ratings_with_gaps(seed: int, epsilon: float) -> None:
+    rng = np.random.default_rng(seed)
+    n_items = 70
+    truth = rng.integers(1, 6, n_items)
+    humans: dict[str, dict[int, int]] = {}
+    for a in range(5):
+        labels = np.clip(truth + rng.integers(-1, 2, n_items), 1, 5)
+        seen = rng.uniform(size=n_items) < (0.85 if a < 4 else 0.3)  # a4: too few items
+        humans[f"a{a}"] = {int(i): int(labels[i]) for i in np.flatnonzero(seen)}
+    judge_values = np.clip(truth + rng.integers(-1, 2, n_items), 1, 5)
+    judge = {int(i): int(judge_values[i]) for i in range(n_items) if i != 3}  # one unjudged
+    long = pd.DataFrame(
+        [(i, h, v) for h, lab in humans.items() for i, v in lab.items()],
+        columns=["item", "annotator", "value"],
+    )
+    res = alt_test(long, pd.Series(judge), epsilon=epsilon, scoring="neg_rmse")
+    wr, rho, pvals = _reference(humans, judge, epsilon, 0.05, _neg_rmse)
+    tested = res.annotators[res.annotators["tested"]]
+    np.testing.assert_allclose(tested["p"], pvals, rtol=1e-12)
+    assert res.winning_rate == wr
+    assert res.advantage_prob == pytest.approx(rho, abs=1e-15)
+    skipped = res.annotators[~res.annotators["tested"]]
+    assert list(skipped["annotator"]) == ["a4"] and skipped["p"].isna().all()
+    assert res.summary["n_skipped"].iloc[0] == 1 and res.summary["n_annotators"].iloc[0] == 4
+
+
+def test_majority_judge_wins_and_contrarian_loses() -> None:
+    rng = np.random.default_rng(7)
+    n = 60
+    truth = rng.integers(0, 2, n)
+    humans = {f"h{a}": np.where(rng.uniform(size=n) < 0.8, truth, 1 - truth) for a in range(4)}
+    long = _long({h: list(v) for h, v in humans.items()})
+    votes = np.mean(list(humans.values()), axis=0)
+    majority = pd.Series((votes >= 0.5).astype(int))
+    good = alt_test(long, majority, epsilon=0.1)
+    bad = alt_test(long, 1 - majority, epsilon=0.1)
+    assert good.advantage_prob > 0.9 and good.passed
+    assert bad.advantage_prob < 0.4 and bad.winning_rate == 0 and not bad.passed
+    assert (good.annotators["rho_judge"] >= good.annotators["rho_human"]).all()
+
+
+def test_neg_mae_and_custom_scoring() -> None:
+    humans = pd.DataFrame(
+        [(i, h, float((i * (k + 1)) % 5)) for i in range(35) for k, h in enumerate("abc")],
+        columns=["item", "annotator", "value"],
+    )
+    judge = pd.Series([float(i % 5) for i in range(35)])
+    mae = alt_test(humans, judge, scoring="neg_mae")
+    custom = alt_test(humans, judge, scoring=lambda p, o: -float(np.mean(np.abs(p - o))))
+    pd.testing.assert_frame_equal(mae.annotators, custom.annotators)
+    assert custom.summary["scoring"].iloc[0] == "<lambda>"
+
+
+def test_invalid_input() -> None:
+    humans = pd.DataFrame({"item": [1, 1, 2], "annotator": ["a", "a", "b"], "value": [1, 0, 1]})
+    with pytest.raises(ValueError, match="several values"):
+        alt_test(humans, pd.Series({1: 1, 2: 0}))
+    ok = humans.drop_duplicates(["item", "annotator"])
+    with pytest.raises(ValueError, match="several values"):
+        alt_test(ok, pd.Series([1, 0], index=[1, 1]))
+    with pytest.raises(ValueError, match="scoring"):
+        alt_test(ok, pd.Series({1: 1, 2: 0}), scoring="f1")
+    with pytest.raises(KeyError):
+        alt_test(ok.rename(columns={"value": "label"}), pd.Series({1: 1}))
+    # nobody has 30 items: nothing tested, no verdict
+    res = alt_test(ok, pd.Series({1: 1, 2: 0}))
+    assert np.isnan(res.winning_rate) and not res.passed
