@@ -86,4 +86,6 @@ def checklist_table(study: StudyData, *, by: str | None = None,
                 row = {"judge": judge, "group": group, "reference": reference}
                 row.update({c: stats.get(c) for c in COLUMNS[3:]})
                 rows.append(row)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    counts = ["n_decisions", "judge_yes_human_no", "judge_no_human_yes"]
+    return table.astype({c: "int64" for c in counts}) if not table.empty else table

@@ -119,6 +119,44 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from annotation.report import ReportOptions, build_report, write_report
+    from annotation.study import load_study
+
+    if not Path(args.db).exists():
+        print(f"{args.db}: no such database", file=sys.stderr)
+        return 1
+    options = ReportOptions(n_boot=args.bootstrap, seed=args.seed, by=args.by,
+                            epsilon=args.epsilon)
+    bar = None
+    if not args.quiet and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=7, desc="report", unit="table", file=sys.stderr, leave=False)
+    with Store.open(args.db) as store:
+        study = load_study(store)
+        title = f"judge-audit report: {store.project_info().get('name', args.db)}"
+
+    def progress(name: str) -> None:
+        if bar is not None:
+            bar.set_postfix_str(name)
+            bar.update(1)
+
+    try:
+        tables = build_report(study, options, progress=progress)
+    except KeyError as exc:
+        print(str(exc).strip("'\""), file=sys.stderr)
+        return 2
+    finally:
+        if bar is not None:
+            bar.close()
+    written = write_report(tables, Path(args.out), title=title)
+    if not args.quiet:
+        for path in written:
+            print(path)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     db = Path(args.db) if args.db else project_files.default_demo_db()
     if not args.db:
@@ -238,6 +276,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", required=True)
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("report", help="judge-validation tables (CSV) and report.html")
+    p.add_argument("--db", required=True)
+    p.add_argument("--out", required=True, help="folder for the CSV files and report.html")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                   help="bootstrap resamples for the intervals (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="same seed, same numbers")
+    p.add_argument("--by", help="also per group: generator, task_id or meta.<key>")
+    p.add_argument("--epsilon", type=float, default=0.2,
+                   help="alt-test margin (0.2 experts, 0.15 skilled, 0.1 crowd)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("serve", help="start the app (the demo project without --db)")
     p.add_argument("--db", help="project database (default: the demo project)")

@@ -1,0 +1,210 @@
+"""``judge-audit report``: every table of a judge-validation study, as CSV and one HTML page.
+
+Tables (file names and columns are a public interface: extend, never rename):
+
+* ``ratings.csv`` (:mod:`annotation.ratings`), ``checklist.csv``
+  (:mod:`annotation.checklist_agreement`), ``operators.csv``
+  (:mod:`annotation.operator_scores`), ``reliability.csv``
+  (:mod:`annotation.human_reliability`);
+* ``judge_comparisons.csv``: per criterion and pair of judges scored on the same outputs
+  against the same human means: both Pearson correlations, Williams' t for the difference
+  of two dependent correlations with a shared variable (Williams 1959; Steiger 1980, eq. 7)
+  with Benjamini-Hochberg and Benjamini-Yekutieli adjusted p-values across all rows, Zou's
+  (2007) interval for the difference, and a paired cluster bootstrap of the difference;
+* ``system_level.csv``: per criterion and judge, Kendall tau-b and pairwise accuracy of the
+  per-generator means against the humans' (:func:`annotation.stats.system.system_level`);
+* ``alt_test.csv``: the alternative annotator test (Calderon, Reichart & Dror, ACL 2025) of
+  each judge per criterion (negative RMSE) and on the checklist (accuracy).
+
+Same seed, same numbers: every bootstrap is seeded from ``seed``.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from annotation.checklist_agreement import checklist_table
+from annotation.human_reliability import reliability_table
+from annotation.operator_scores import operators_table
+from annotation.ratings import AVERAGE, _with_average, ratings_table
+from annotation.stats.alt_test import alt_test
+from annotation.stats.comparison import adjust_pvalues, paired_bootstrap_diff, williams_t, zou_ci
+from annotation.stats.system import system_level
+from annotation.study import StudyData
+
+TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons",
+          "system_level", "alt_test")
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    n_boot: int = 1000
+    seed: int = 0
+    by: str | None = None
+    epsilon: float = 0.2
+
+
+def _judge_wide(study: StudyData, criterion: str) -> tuple[pd.DataFrame, pd.Series]:
+    """Judges' scores (outputs x judges) and the human mean for one criterion."""
+    criteria = list(study.criteria.name)
+    humans = _with_average(study.human_scores, "annotator", criteria)
+    judges = _with_average(study.judge_scores, "judge", criteria)
+    human = humans[humans.criterion == criterion].groupby("output_id").score.mean()
+    wide = judges[judges.criterion == criterion].pivot_table(index="output_id", columns="judge",
+                                                             values="score")
+    return wide, human
+
+
+def judge_comparisons(study: StudyData, options: ReportOptions) -> pd.DataFrame:
+    """Pairs of judges against the same human means (see the module docstring)."""
+    rows = []
+    for criterion in [*study.criteria.name, AVERAGE]:
+        wide, human = _judge_wide(study, criterion)
+        for a, b in itertools.combinations(sorted(wide.columns), 2):
+            frame = pd.concat([wide[a], wide[b], human.rename("human")], axis=1).dropna()
+            n = len(frame)
+            if n < 4 or frame.std().eq(0).any():
+                continue
+            r = frame.corr()
+            r_a, r_b, r_ab = r.loc[a, "human"], r.loc[b, "human"], r.loc[a, b]
+            test = williams_t(r_a, r_b, r_ab, n)
+            zou = zou_ci(r12=r_a, r13=r_b, r23=r_ab, n=n)
+            boot = paired_bootstrap_diff(frame[a], frame[b], frame["human"],
+                                         items=frame.index.to_numpy(), n_boot=options.n_boot,
+                                         seed=options.seed)
+            rows.append({
+                "criterion": criterion, "judge_a": a, "judge_b": b, "n_items": n,
+                "r_a": r_a, "r_b": r_b, "r_ab": r_ab, "diff": r_a - r_b,
+                "williams_t": test.statistic, "df": test.df, "p": test.p,
+                "zou_lo": zou.lo, "zou_hi": zou.hi,
+                "boot_lo": boot.lo, "boot_hi": boot.hi, "boot_p": boot.p,
+            })
+    table = pd.DataFrame(rows, columns=["criterion", "judge_a", "judge_b", "n_items", "r_a",
+                                        "r_b", "r_ab", "diff", "williams_t", "df", "p",
+                                        "zou_lo", "zou_hi", "boot_lo", "boot_hi", "boot_p"])
+    if not table.empty:
+        table["p_bh"] = adjust_pvalues(table.p.to_numpy(), "bh")
+        table["p_by"] = adjust_pvalues(table.p.to_numpy(), "by")
+    return table
+
+
+def system_table(study: StudyData, options: ReportOptions) -> pd.DataFrame:
+    """Per criterion and judge: ranking of generators by judge vs by humans."""
+    generators = study.outputs.set_index("output_id").generator
+    rows = []
+    for criterion in [*study.criteria.name, AVERAGE]:
+        wide, human = _judge_wide(study, criterion)
+        if wide.empty or human.empty:
+            continue
+        frame = wide.join(human.rename("__human__"), how="inner")
+        frame["__system__"] = generators.reindex(frame.index).to_numpy()
+        if frame["__system__"].nunique() < 2:
+            continue
+        table = system_level(frame.reset_index(), system_col="__system__",
+                             judge_col=list(wide.columns), human_col="__human__",
+                             item_col="output_id", n_boot=options.n_boot, seed=options.seed)
+        rows.append(table.assign(criterion=criterion))
+    if not rows:
+        return pd.DataFrame(columns=["criterion", "judge", "n_systems", "kendall"])
+    out = pd.concat(rows, ignore_index=True)
+    return out[["criterion", *[c for c in out.columns if c != "criterion"]]]
+
+
+def alt_test_table(study: StudyData, options: ReportOptions) -> pd.DataFrame:
+    """The alt-test of every judge per criterion (ratings) and on the checklist."""
+    rows = []
+    for criterion, humans in study.human_scores.groupby("criterion", sort=False):
+        long = humans.rename(columns={"output_id": "item", "score": "value"})
+        judged = study.judge_scores[study.judge_scores.criterion == criterion]
+        for judge, js in judged.groupby("judge", sort=True):
+            result = alt_test(long, js.set_index("output_id").score, epsilon=options.epsilon,
+                              scoring="neg_rmse", judge_name=judge)
+            rows.append(result.summary.assign(criterion=criterion))
+    answers = study.human_answers[study.human_answers.answer.isin(("yes", "no"))]
+    if not answers.empty:
+        long = answers.assign(item=answers.output_id + " / " + answers.question_id,
+                              value=answers.answer)
+        for judge, js in study.judge_answers.groupby("judge", sort=True):
+            items = js.output_id + " / " + js.question_id
+            result = alt_test(long, pd.Series(js.answer.to_numpy(), index=items),
+                              epsilon=options.epsilon, scoring="accuracy", judge_name=judge)
+            rows.append(result.summary.assign(criterion="checklist (yes/no)"))
+    if not rows:
+        return pd.DataFrame(columns=["criterion", "judge", "winning_rate", "advantage_prob"])
+    out = pd.concat(rows, ignore_index=True)
+    return out[["criterion", *[c for c in out.columns if c != "criterion"]]]
+
+
+def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
+                 progress: Callable[[str], object] | None = None) -> dict[str, pd.DataFrame]:
+    """Every table of the report, by name (:data:`TABLES`)."""
+    steps: dict[str, Callable[[], pd.DataFrame]] = {
+        "ratings": lambda: ratings_table(study, n_boot=options.n_boot, seed=options.seed,
+                                         by=options.by),
+        "checklist": lambda: checklist_table(study, by=options.by),
+        "operators": lambda: operators_table(study),
+        "reliability": lambda: reliability_table(study, n_boot=options.n_boot,
+                                                 seed=options.seed, by=options.by),
+        "judge_comparisons": lambda: judge_comparisons(study, options),
+        "system_level": lambda: system_table(study, options),
+        "alt_test": lambda: alt_test_table(study, options),
+    }
+    tables = {}
+    for name, step in steps.items():
+        if progress:
+            progress(name)
+        tables[name] = step()
+    return tables
+
+
+def _neutralize(value: object) -> object:
+    """CSV formula injection: a text cell starting with = + - @ is prefixed with '."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
+        return "'" + value
+    return value
+
+
+def write_report(tables: dict[str, pd.DataFrame], out: Path, *, title: str) -> list[Path]:
+    """Write ``<name>.csv`` for every table and a standalone ``report.html``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, table in tables.items():
+        path = out / f"{name}.csv"
+        table.map(_neutralize).to_csv(path, index=False)
+        written.append(path)
+    path = out / "report.html"
+    path.write_text(report_html(tables, title=title), encoding="utf-8")
+    written.append(path)
+    return written
+
+
+def report_html(tables: dict[str, pd.DataFrame], *, title: str) -> str:
+    """One self-contained page: the figures (plotly, embedded) and every table."""
+    from annotation.report_figures import figures
+
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+             "</title><style>body{font-family:sans-serif;margin:2em;max-width:1400px}"
+             "table{border-collapse:collapse;font-size:12px;margin-bottom:2em}"
+             "td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}"
+             "th{background:#f4f4f4}</style></head><body>",
+             f"<h1>{html.escape(title)}</h1>"]
+    first = True
+    for caption, fig in figures(tables):
+        parts.append(f"<h2>{html.escape(caption)}</h2>")
+        parts.append(fig.to_html(full_html=False, include_plotlyjs="inline" if first else False))
+        first = False
+    for name, table in tables.items():
+        parts.append(f"<h2>{html.escape(name)}.csv</h2>")
+        shown = table.copy()
+        for col in shown.select_dtypes(include=[np.floating]).columns:
+            shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:.4f}")
+        parts.append(shown.to_html(index=False, escape=True, na_rep=""))
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,71 @@
+"""Plotly figures of the report tables (shared by ``report.html`` and the analytics pages)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from annotation.ratings import HUMAN_LOO
+
+
+def correlation_bars(ratings: pd.DataFrame, stat: str = "plcc") -> go.Figure | None:
+    """Per criterion, each judge's correlation with its interval; the human leave-one-out
+    baseline beside it (judges against the same leave-one-out means)."""
+    rows = ratings[(ratings.group == "all") & (ratings.reference == "leave-one-out mean")]
+    if rows.empty:
+        rows = ratings[(ratings.group == "all") & (ratings.reference == "human mean")]
+    if rows.empty:
+        return None
+    rows = rows.assign(err_hi=rows[f"{stat}_hi"] - rows[stat],
+                       err_lo=rows[stat] - rows[f"{stat}_lo"])
+    fig = px.bar(rows, x="criterion", y=stat, color="judge", barmode="group",
+                 error_y="err_hi", error_y_minus="err_lo",
+                 labels={stat: stat.upper(), "criterion": ""})
+    fig.update_layout(height=420, legend_title_text="", yaxis_range=[-0.2, 1])
+    return fig
+
+
+def correlation_heatmap(ratings: pd.DataFrame, stat: str = "srcc") -> go.Figure | None:
+    rows = ratings[(ratings.group == "all") & (ratings.reference == "human mean")]
+    if rows.empty:
+        return None
+    grid = rows.pivot_table(index="judge", columns="criterion", values=stat)
+    fig = px.imshow(grid, text_auto=".2f", color_continuous_scale="RdYlGn", zmin=-1, zmax=1,
+                    aspect="auto", labels={"color": stat.upper()})
+    fig.update_layout(height=120 + 40 * len(grid))
+    return fig
+
+
+def checklist_bars(checklist: pd.DataFrame) -> go.Figure | None:
+    rows = checklist[(checklist.group == "all")
+                     & checklist.reference.isin(["human majority", "expected answer"])]
+    if rows.empty:
+        return None
+    rows = rows.assign(err_hi=rows.agreement_hi - rows.agreement,
+                       err_lo=rows.agreement - rows.agreement_lo)
+    fig = px.bar(rows, x="judge", y="agreement", color="reference", barmode="group",
+                 error_y="err_hi", error_y_minus="err_lo", hover_data=["kappa", "ac1",
+                                                                      "n_decisions"])
+    fig.update_layout(height=380, yaxis_range=[0, 1], legend_title_text="")
+    return fig
+
+
+def figures(tables: dict[str, pd.DataFrame]) -> list[tuple[str, go.Figure]]:
+    """The report's figures, with captions; those without data are left out."""
+    out = []
+    ratings = tables.get("ratings")
+    if ratings is not None and not ratings.empty:
+        for caption, fig in (
+            (f"PLCC per criterion with 95% CI (judges and {HUMAN_LOO} against the same "
+             "leave-one-out means)", correlation_bars(ratings)),
+            ("SRCC of each judge with the human mean", correlation_heatmap(ratings)),
+        ):
+            if fig is not None:
+                out.append((caption, fig))
+    checklist = tables.get("checklist")
+    if checklist is not None and not checklist.empty:
+        fig = checklist_bars(checklist)
+        if fig is not None:
+            out.append(("Checklist agreement with 95% Wilson interval", fig))
+    return out
