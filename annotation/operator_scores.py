@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from annotation.checklist import QuestionView, applicable
 from annotation.study import StudyData
 
 ALL = "all"
@@ -31,29 +30,40 @@ def passes(answers: pd.DataFrame, questions: pd.DataFrame, who: str) -> pd.DataF
     """Per (who, output, question): ``passed`` in {1.0, 0.0}, gated children included.
 
     ``answers``: output_id, ``who``, question_id, answer. ``questions``: question_id,
-    checklist_id, operator, target, pass_answer, depends_on (lists).
+    checklist_id, operator, target, pass_answer, depends_on (lists). Vectorized: the
+    gating is propagated level by level over the dependency edges (the same rule as
+    :func:`annotation.checklist.applicable`, which the annotation page uses).
     """
-    q = questions.set_index("question_id")
-    views = {
-        checklist: [QuestionView(qid, "", depends_on=tuple(row.depends_on))
-                    for qid, row in members.iterrows()]
-        for checklist, members in q.groupby("checklist_id")
-    }
-    rows = []
-    for (person, output), group in answers.groupby([who, "output_id"], sort=False):
-        given = dict(zip(group.question_id, group.answer))
-        for checklist in q.loc[q.index.intersection(list(given)), "checklist_id"].unique():
-            gate = applicable(views[checklist], given)
-            for view in views[checklist]:
-                answer = given.get(view.question_id)
-                if answer in ("yes", "no"):
-                    passed = float(answer == q.at[view.question_id, "pass_answer"])
-                elif answer is None and not gate[view.question_id]:
-                    passed = 0.0  # not asked: a parent was answered "no" (DSG)
-                else:
-                    continue  # cant_tell, or not answered
-                rows.append((person, output, view.question_id, passed))
-    return pd.DataFrame(rows, columns=[who, "output_id", "question_id", "passed"])
+    columns = [who, "output_id", "question_id", "passed"]
+    q = questions[["question_id", "checklist_id", "pass_answer"]]
+    given = answers[[who, "output_id", "question_id", "answer"]].merge(q, on="question_id")
+    decided = given[given.answer.isin(("yes", "no"))]
+    scored = decided.assign(passed=(decided.answer == decided.pass_answer).astype(float))
+    edges = questions[["question_id", "checklist_id", "depends_on"]].explode("depends_on")
+    edges = edges.dropna(subset=["depends_on"]).rename(columns={"question_id": "child",
+                                                                "depends_on": "parent"})
+    if edges.empty or given.empty:
+        return scored[columns].reset_index(drop=True)
+    # (who, output, checklist) sessions, and every child question of their checklist
+    sessions = given[[who, "output_id", "checklist_id"]].drop_duplicates()
+    candidates = sessions.merge(edges, on="checklist_id")
+    answered = given[[who, "output_id", "question_id", "answer"]]
+    said = candidates.merge(answered.rename(columns={"question_id": "parent"}),
+                            on=[who, "output_id", "parent"], how="left")
+    gated = said[said.answer == "no"][[who, "output_id", "child"]].drop_duplicates()
+    while True:  # a child of a gated (unanswered) question is gated too
+        grown = candidates.merge(gated.rename(columns={"child": "parent"}),
+                                 on=[who, "output_id", "parent"])[[who, "output_id", "child"]]
+        grown = pd.concat([gated, grown]).drop_duplicates()
+        if len(grown) == len(gated):
+            break
+        gated = grown
+    own = answered.rename(columns={"question_id": "child"})
+    gated = gated.merge(own, on=[who, "output_id", "child"], how="left")
+    gated = gated[gated.answer.isna()]  # an answer of one's own counts as given
+    failed = pd.DataFrame({who: gated[who], "output_id": gated.output_id,
+                           "question_id": gated.child, "passed": 0.0})
+    return pd.concat([scored[columns], failed[columns]], ignore_index=True)
 
 
 def operator_scores(passed: pd.DataFrame, questions: pd.DataFrame, who: str) -> pd.DataFrame:

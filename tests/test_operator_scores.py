@@ -55,3 +55,42 @@ def test_operators_table_on_the_demo(tmp_path):
     row = table[(table.judge == "gpt-5") & (table.operator == ALL)].iloc[0]
     assert row.n_items >= 10
     assert -1 <= row.pearson <= 1 and 0 <= row.mae <= 1
+
+
+def test_vectorized_passes_equal_the_page_rule_on_random_answers():
+    """passes() (vectorized) against a direct use of checklist.applicable, the rule the
+    annotation page uses, on random answers over a three-level dependency chain."""
+    import random
+
+    from annotation.checklist import QuestionView, applicable
+
+    rng = random.Random(4)
+    qs = pd.DataFrame([
+        ("a", "c", "f", "f1", "yes", []), ("b", "c", "f", "f1", "yes", ["a"]),
+        ("c", "c", "g", "g1", "no", ["b"]), ("d", "c", "g", "g1", "yes", []),
+        ("e", "c", "C", "C", "yes", ["a", "d"]),
+    ], columns=["question_id", "checklist_id", "operator", "target", "pass_answer",
+                "depends_on"])
+    rows = []
+    for person in ("p1", "p2", "p3"):
+        for output in range(40):
+            for qid in qs.question_id:
+                if rng.random() < 0.8:
+                    rows.append((f"o{output}", person, qid,
+                                 rng.choice(["yes", "no", "no", "cant_tell"])))
+    answers = pd.DataFrame(rows, columns=["output_id", "annotator", "question_id", "answer"])
+    got = passes(answers, qs, "annotator")
+    views = [QuestionView(q, "", depends_on=tuple(d)) for q, d in zip(qs.question_id,
+                                                                      qs.depends_on)]
+    pass_answer = dict(zip(qs.question_id, qs.pass_answer))
+    expected = {}
+    for (person, output), group in answers.groupby(["annotator", "output_id"]):
+        given = dict(zip(group.question_id, group.answer))
+        gate = applicable(views, given)
+        for qid in qs.question_id:
+            answer = given.get(qid)
+            if answer in ("yes", "no"):
+                expected[(person, output, qid)] = float(answer == pass_answer[qid])
+            elif answer is None and not gate[qid]:
+                expected[(person, output, qid)] = 0.0
+    assert dict(zip(zip(got.annotator, got.output_id, got.question_id), got.passed)) == expected

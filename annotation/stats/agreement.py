@@ -456,13 +456,17 @@ def majority(labels_long: pd.DataFrame, *, item_col: str, value_col: str) -> pd.
     if missing:
         raise KeyError(f"columns not found: {missing}")
     items = labels_long[item_col]
-    votes = labels_long[value_col].map(normalize_label)
-    out: dict[Hashable, Hashable | None] = {}
-    for item, group in votes.groupby(items, sort=True):
-        counts = group.dropna().value_counts()
-        if counts.empty or (len(counts) > 1 and counts.iloc[0] == counts.iloc[1]):
-            out[item] = None
-        else:
-            out[item] = counts.index[0]
-    index = pd.Index(list(out), name=item_col)
-    return pd.Series(list(out.values()), index=index, name=value_col, dtype=object)
+    all_items = pd.Index(pd.unique(items)).sort_values()
+    votes = pd.DataFrame({"item": items.to_numpy(),
+                          "vote": labels_long[value_col].map(normalize_label).to_numpy()})
+    votes = votes[votes.vote.notna()]
+    # one vectorized count per (item, label) instead of a value_counts per item
+    counts = votes.groupby(["item", "vote"], sort=True).size().unstack(fill_value=0)
+    top = counts.max(axis=1)
+    winners = counts.eq(top, axis=0)
+    unique = winners.sum(axis=1) == 1
+    label = winners.idxmax(axis=1).where(unique & (top > 0), None)
+    result = pd.Series([None] * len(all_items), index=all_items, dtype=object)
+    result.loc[label.index] = label.astype(object).where(label.notna(), None)
+    result.index.name = item_col
+    return result.rename(value_col)
