@@ -22,6 +22,7 @@ the score interval and McNemar (1947) for the paired test.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -99,7 +100,21 @@ def _paired(a: Any, b: Any) -> tuple[list[Hashable | None], list[Hashable | None
         a_vals, b_vals = list(a), list(b)
         if len(a_vals) != len(b_vals):
             raise ValueError(f"length mismatch: {len(a_vals)} != {len(b_vals)}")
-    return [normalize_label(v) for v in a_vals], [normalize_label(v) for v in b_vals]
+    return _normalized(a_vals), _normalized(b_vals)
+
+
+def _normalized(values: list[Any]) -> list[Hashable | None]:
+    """:func:`normalize_label` of each value, computed once per distinct value."""
+    memo: dict[Any, Hashable | None] = {}
+    out: list[Hashable | None] = []
+    for v in values:
+        try:
+            out.append(memo[v])
+        except KeyError:
+            out.append(memo.setdefault(v, normalize_label(v)))
+        except TypeError:  # unhashable
+            out.append(normalize_label(v))
+    return out
 
 
 def contingency_table(
@@ -119,10 +134,10 @@ def contingency_table(
         cats = [normalize_label(c) for c in categories]
     index = {c: i for i, c in enumerate(cats)}
     counts = np.zeros((len(cats), len(cats)), dtype=np.int64)
-    for u, v in pairs:
+    for (u, v), k in Counter(pairs).items():
         if u not in index or v not in index:
             raise ValueError(f"label {u if u not in index else v!r} not in categories {cats}")
-        counts[index[u], index[v]] += 1
+        counts[index[u], index[v]] += k
     return pd.DataFrame(
         counts,
         index=pd.Index(cats, name="a", dtype=object),
