@@ -17,6 +17,8 @@ Cohen's kappa, Gwet's AC1, yes-recall, no-recall, the 2x2 confusion cells) again
 
 from __future__ import annotations
 
+import itertools
+
 import pandas as pd
 
 from annotation.stats.agreement import binary_agreement, majority
@@ -89,3 +91,38 @@ def checklist_table(study: StudyData, *, by: str | None = None,
     table = pd.DataFrame(rows, columns=COLUMNS)
     counts = ["n_decisions", "judge_yes_human_no", "judge_no_human_yes"]
     return table.astype({c: "int64" for c in counts}) if not table.empty else table
+
+
+def mcnemar_table(study: StudyData) -> pd.DataFrame:
+    """Pairs of judges on the same decisions, each right or wrong against a reference
+    (``human majority``, and ``expected answer`` where questions have one): accuracy of
+    both and the exact McNemar test (:func:`annotation.stats.agreement.mcnemar_exact`)."""
+    from annotation.stats.agreement import mcnemar_exact
+
+    answers = study.judge_answers.assign(item=_key)
+    references: dict[str, pd.Series] = {}
+    humans = study.human_answers.assign(item=_key)
+    if not humans.empty:
+        references["human majority"] = majority(humans, item_col="item",
+                                                value_col="answer").dropna()
+    expected = answers[["item", "question_id"]].drop_duplicates().merge(
+        study.questions[["question_id", "pass_answer"]], on="question_id")
+    if not expected.empty:
+        references["expected answer"] = expected.set_index("item").pass_answer
+    by_judge = {j: g.set_index("item").answer for j, g in answers.groupby("judge", sort=True)}
+    rows = []
+    for reference, ref in references.items():
+        for a, b in itertools.combinations(sorted(by_judge), 2):
+            common = by_judge[a].index.intersection(by_judge[b].index).intersection(ref.index)
+            if not len(common):
+                continue
+            right_a = by_judge[a][common] == ref[common]
+            right_b = by_judge[b][common] == ref[common]
+            test = mcnemar_exact(right_a.to_numpy(), right_b.to_numpy())
+            rows.append({"reference": reference, "judge_a": a, "judge_b": b,
+                         "n_decisions": test.n, "accuracy_a": right_a.mean(),
+                         "accuracy_b": right_b.mean(), "a_right_b_wrong": test.b,
+                         "a_wrong_b_right": test.c, "mcnemar_p": test.p})
+    return pd.DataFrame(rows, columns=["reference", "judge_a", "judge_b", "n_decisions",
+                                       "accuracy_a", "accuracy_b", "a_right_b_wrong",
+                                       "a_wrong_b_right", "mcnemar_p"])

@@ -132,7 +132,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not args.quiet and sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=7, desc="report", unit="table", file=sys.stderr, leave=False)
+        bar = tqdm(total=8, desc="report", unit="table", file=sys.stderr, leave=False)
     with Store.open(args.db) as store:
         study = load_study(store)
         title = f"judge-audit report: {store.project_info().get('name', args.db)}"

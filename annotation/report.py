@@ -11,6 +11,8 @@ Tables (file names and columns are a public interface: extend, never rename):
   of two dependent correlations with a shared variable (Williams 1959; Steiger 1980, eq. 7)
   with Benjamini-Hochberg and Benjamini-Yekutieli adjusted p-values across all rows, Zou's
   (2007) interval for the difference, and a paired cluster bootstrap of the difference;
+* ``checklist_comparisons.csv``: per pair of judges and reference (human majority,
+  expected answer), both accuracies on the same decisions and the exact McNemar test;
 * ``system_level.csv``: per criterion and judge, Kendall tau-b and pairwise accuracy of the
   per-generator means against the humans' (:func:`annotation.stats.system.system_level`);
 * ``alt_test.csv``: the alternative annotator test (Calderon, Reichart & Dror, ACL 2025) of
@@ -30,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from annotation.checklist_agreement import checklist_table
+from annotation.checklist_agreement import checklist_table, mcnemar_table
 from annotation.human_reliability import reliability_table
 from annotation.operator_scores import operators_table
 from annotation.ratings import AVERAGE, _with_average, ratings_table
@@ -40,7 +42,7 @@ from annotation.stats.system import system_level
 from annotation.study import StudyData
 
 TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons",
-          "system_level", "alt_test")
+          "checklist_comparisons", "system_level", "alt_test")
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "reliability": lambda: reliability_table(study, n_boot=options.n_boot,
                                                  seed=options.seed, by=options.by),
         "judge_comparisons": lambda: judge_comparisons(study, options),
+        "checklist_comparisons": lambda: mcnemar_table(study),
         "system_level": lambda: system_table(study, options),
         "alt_test": lambda: alt_test_table(study, options),
     }

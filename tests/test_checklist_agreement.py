@@ -70,3 +70,19 @@ def test_tiif_judges_per_generator_and_accuracy_against_expected(tmp_path):
     per_generator = table[(table.judge == "GPT-4o") & table.group.str.startswith("generator=")]
     assert set(per_generator.group) == {f"generator={g}" for g in
                                         ("DALLE3", "GPT-4o", "Janus-Pro", "sd35")}
+
+
+@pytest.mark.skipif(not TIIF.exists(), reason="../shared/fixtures/tiif-bench is not at hand")
+def test_tiif_mcnemar_between_the_two_judges(tmp_path):
+    from scipy.stats import binomtest
+
+    from annotation.checklist_agreement import mcnemar_table
+
+    with Store.open(tmp_path / "tiif.db") as store:
+        import_path(store, TIIF)
+        study = load_study(store)
+    row = mcnemar_table(study).iloc[0]
+    assert (row.reference, row.judge_a, row.judge_b) == ("expected answer", "GPT-4o", "QwenVL")
+    b, c = int(row.a_right_b_wrong), int(row.a_wrong_b_right)
+    assert row.mcnemar_p == pytest.approx(binomtest(b, b + c, 0.5).pvalue)
+    assert row.n_decisions == 10864  # decisions both judges answered (see the import test)

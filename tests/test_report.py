@@ -20,6 +20,7 @@ COLUMNS = {
                     "alpha_ordinal", "alpha_nominal", "alpha_lo", "alpha_hi", "pct_agreement",
                     "ac1", "fleiss_kappa", "icc_a1", "icc_ak"],
     "judge_comparisons": ["criterion", "judge_a", "judge_b", "p", "p_bh", "p_by"],
+    "checklist_comparisons": ["reference", "judge_a", "judge_b", "n_decisions", "mcnemar_p"],
     "system_level": ["criterion", "judge", "kendall", "pairwise_accuracy"],
     "alt_test": ["criterion", "judge", "winning_rate", "advantage_prob", "passed"],
 }
