@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from annotation.stats.alt_test import alt_test
+from annotation.stats import alt_test as alt_test_module
+from annotation.stats.alt_test import alignment, alt_test
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "stats" / "test_vectors.json"
 
@@ -166,3 +167,61 @@ def test_invalid_input() -> None:
     # nobody has 30 items: nothing tested, no verdict
     res = alt_test(ok, pd.Series({1: 1, 2: 0}))
     assert np.isnan(res.winning_rate) and not res.passed
+
+
+# ------------------------------------- vectorized built-in scorings vs the per-item path
+
+
+def _random_study(seed: int, values: str) -> tuple[pd.DataFrame, pd.Series]:
+    """Annotators who skip items, missing values, an unjudged item and a NaN judge value."""
+    rng = np.random.default_rng(seed)
+    n_items, n_annotators = int(rng.integers(40, 90)), int(rng.integers(3, 11))
+    items = [f"img{i}" for i in range(n_items)]
+
+    def draw(n: int) -> np.ndarray:
+        if values == "yes/no":
+            return rng.choice(["yes", "no"], n)
+        if values == "ratings":
+            return rng.integers(1, 11, n)
+        return rng.normal(size=n) * 2.5  # non-integer: the order of the sums matters
+
+    frames = []
+    for a in range(n_annotators):
+        seen = rng.uniform(size=n_items) < rng.uniform(0.5, 1.0)
+        frames.append(pd.DataFrame({"item": np.array(items)[seen], "annotator": f"a{a}",
+                                    "value": draw(int(seen.sum()))}))  # fmt: skip
+    humans = pd.concat(frames, ignore_index=True).sample(frac=1.0, random_state=seed)
+    humans["value"] = humans["value"].astype(object)
+    humans.loc[rng.uniform(size=len(humans)) < 0.1, "value"] = None
+    if values != "yes/no":
+        humans["value"] = humans["value"].astype(float)
+    judge = pd.Series(draw(n_items), index=items).drop(items[3])
+    if values != "yes/no":
+        judge = judge.astype(float)
+        judge.iloc[5] = np.nan
+    return humans, judge
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    ("scoring", "values"),
+    [("accuracy", "yes/no"), ("accuracy", "ratings"), ("neg_rmse", "ratings"),
+     ("neg_rmse", "scores"), ("neg_mae", "ratings"), ("neg_mae", "scores")],
+)  # fmt: skip
+def test_fast_path_matches_callable_path(seed: int, scoring: str, values: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    humans, judge = _random_study(seed, values)
+    per_item = alignment(scoring)
+    kw = {"epsilon": 0.1, "min_items": 20}
+    slow = alt_test(humans, judge, scoring=lambda p, o: per_item(p, o), **kw)
+
+    def never(pred, others):
+        raise AssertionError("the built-in scoring went item by item")
+
+    monkeypatch.setitem(alt_test_module._SCORINGS, scoring, never)
+    fast = alt_test(humans, judge, scoring=scoring, **kw)
+    assert fast.annotators["tested"].sum() >= 2
+    pd.testing.assert_frame_equal(fast.annotators, slow.annotators, check_exact=True)
+    same = ["n_items", "n_annotators", "n_skipped", "winning_rate", "advantage_prob", "passed"]
+    pd.testing.assert_frame_equal(fast.summary[same], slow.summary[same], check_exact=True)
+    assert fast.summary["scoring"].iloc[0] == scoring

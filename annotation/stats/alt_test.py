@@ -127,6 +127,86 @@ def _scoring_name(scoring: Scoring) -> str:
     return scoring if isinstance(scoring, str) else getattr(scoring, "__name__", "custom")
 
 
+_EXACT_INT = 2**53  # integers up to this size compare exactly as float64
+
+
+def _is_text(values: pd.Series) -> bool:
+    return pd.api.types.infer_dtype(values, skipna=False) == "string"
+
+
+def _comparable(humans: pd.Series, judge: pd.Series, scoring: str) -> tuple | None:
+    """Human and judge values as arrays on which numpy's ``==`` / arithmetic gives exactly what
+    the per-item functions of :data:`_SCORINGS` give, or None when that is not guaranteed
+    (mixed or unusual types: the per-item path then runs).
+
+    Numbers (and booleans) become float64; for ``accuracy``, integers must stay exact in
+    float64 and texts become codes (equal codes for equal texts).
+    """
+    kinds = {getattr(v.dtype, "kind", "O") for v in (humans, judge)}
+    if kinds <= set("biuf"):
+        try:
+            hv, jv = humans.to_numpy(dtype=float), judge.to_numpy(dtype=float)
+        except (TypeError, ValueError):
+            return None
+        big = [np.abs(v).max() >= _EXACT_INT for v in (hv, jv) if len(v)]
+        if scoring == "accuracy" and kinds & set("iu") and any(big):
+            return None
+        return hv, jv
+    if scoring != "accuracy" or not (_is_text(humans) and _is_text(judge)):
+        return None
+    codes, uniques = pd.factorize(
+        np.concatenate([humans.to_numpy(dtype=object), judge.to_numpy(dtype=object)])
+    )
+    # numpy drops trailing NULs of its strings (the per-item path builds numpy arrays)
+    if any(u.endswith("\x00") for u in uniques):
+        return None
+    return codes[: len(humans)], codes[len(humans) :]
+
+
+def _fast_alignment(scoring: str, pred: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Row-wise :data:`_SCORINGS` of ``pred[i]`` against ``others[i]`` (m x k), bit for bit."""
+    if scoring == "accuracy":
+        return (others == pred[:, None]).sum(axis=1) / others.shape[1]
+    diff = pred[:, None] - others
+    if scoring == "neg_rmse":
+        return -np.sqrt(np.mean(diff**2, axis=1))
+    return -np.mean(np.abs(diff), axis=1)
+
+
+def _fast_wins(
+    scoring: str, item: np.ndarray, values: np.ndarray, judged: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """W_judge and W_h of every kept row, vectorized over the items of each size.
+
+    ``item``: group number of each row (0..n_items-1); ``values``: the row's human value;
+    ``judged``: the judge's value for the row's item. The others of a row are the other rows
+    of its item, in row order (as the per-item path sees them).
+    """
+    n = len(item)
+    w_judge = np.zeros(n, dtype=int)
+    w_human = np.zeros(n, dtype=int)
+    order = np.argsort(item, kind="stable")
+    sizes = np.bincount(item)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    pos = np.empty(n, dtype=int)
+    pos[order] = np.arange(n) - starts[item[order]]
+    row_size = sizes[item]
+    for s in np.unique(row_size):
+        if s < 2:  # no other annotator (only with min_humans_per_item < 2)
+            continue
+        rows = np.flatnonzero(row_size == s)
+        groups, local = np.unique(item[rows], return_inverse=True)
+        table = np.empty((len(groups), s), dtype=values.dtype)
+        table[local, pos[rows]] = values[rows]
+        rest = np.array([[c for c in range(s) if c != p] for p in range(s)])
+        others = table[local[:, None], rest[pos[rows]]]
+        human = _fast_alignment(scoring, values[rows], others)
+        judge = _fast_alignment(scoring, judged[rows], others)
+        w_judge[rows] = judge >= human
+        w_human[rows] = human >= judge
+    return w_judge, w_human
+
+
 def _one_sided_t(d: np.ndarray, epsilon: float) -> tuple[float, float]:
     """scipy ``ttest_1samp(d, epsilon, alternative="less")`` (t, p), without its warnings."""
     with warnings.catch_warnings():
@@ -167,6 +247,9 @@ def alt_test(
     The p-value of an annotator whose d is constant and equal to epsilon is NaN (as scipy
     returns); like the reference code it counts in the BY correction's m and is never
     rejected (it enters the correction as p = 1).
+
+    The built-in scorings are computed for all items at once, with the same floating-point
+    operations as item by item (identical results); a callable is called item by item.
     """
     align = alignment(scoring)
     for c in (item_col, annotator_col, value_col):
@@ -180,18 +263,41 @@ def alt_test(
 
     per_item = h.groupby(item_col, sort=False)[annotator_col].transform("size")
     kept = h[(per_item >= min_humans_per_item) & h[item_col].isin(jv.index)]
-    by_item = {
-        item: dict(zip(g[annotator_col], g[value_col], strict=True))
-        for item, g in kept.groupby(item_col, sort=False)
-    }
+    grouped = kept.groupby(item_col, sort=False)
+    item = grouped.ngroup().to_numpy()
+    n_items = int(grouped.ngroups)
+
+    # each kept row's annotator (position in `annotators`, -1 for NA: NA == NA is False)
+    annotators = pd.unique(h[annotator_col])
+    named = np.flatnonzero(~pd.isna(np.asarray(annotators, dtype=object)))
+    who = np.full(len(kept), -1)
+    has_name = kept[annotator_col].notna().to_numpy()
+    found = pd.Index(annotators[named]).get_indexer(kept.loc[has_name, annotator_col])
+    who[has_name] = named[found]
+    by_annotator = np.argsort(who, kind="stable")
+    counts = np.bincount(who[who >= 0], minlength=len(annotators))
+    bounds = np.concatenate([[0], np.cumsum(counts)]) + int((who < 0).sum())
+    own_rows = [by_annotator[bounds[i] : bounds[i + 1]] for i in range(len(annotators))]
+    tested = counts >= min_items
+
+    fast = None
+    if isinstance(scoring, str) and tested.any():
+        judge_pos = jv.index.get_indexer(kept[item_col])
+        if (judge_pos >= 0).all():
+            fast = _comparable(kept[value_col], jv.iloc[judge_pos], scoring)
+    if fast is not None:
+        w_judge_all, w_human_all = _fast_wins(scoring, item, *fast)
+    elif tested.any():  # a callable (or unusual values): item by item
+        by_item = {
+            key: dict(zip(g[annotator_col], g[value_col], strict=True)) for key, g in grouped
+        }
 
     rows = []
-    for annotator in pd.unique(h[annotator_col]):
-        own = kept[kept[annotator_col] == annotator]
+    for i, annotator in enumerate(annotators):
         row: dict[str, Any] = {
             "annotator": annotator,
-            "n_items": len(own),
-            "tested": len(own) >= min_items,
+            "n_items": int(counts[i]),
+            "tested": bool(tested[i]),
             "rho_judge": np.nan,
             "rho_human": np.nan,
             "mean_d": np.nan,
@@ -199,13 +305,17 @@ def alt_test(
             "p": np.nan,
         }
         if row["tested"]:
-            w_judge, w_human = [], []
-            for item, value in zip(own[item_col], own[value_col], strict=True):
-                others = np.array([v for a, v in by_item[item].items() if a != annotator])
-                human_score = align(value, others)
-                judge_score = align(jv[item], others)
-                w_judge.append(1 if judge_score >= human_score else 0)
-                w_human.append(1 if human_score >= judge_score else 0)
+            if fast is not None:
+                w_judge, w_human = w_judge_all[own_rows[i]], w_human_all[own_rows[i]]
+            else:
+                own = kept.iloc[own_rows[i]]
+                w_judge, w_human = [], []
+                for key, value in zip(own[item_col], own[value_col], strict=True):
+                    others = np.array([v for a, v in by_item[key].items() if a != annotator])
+                    human_score = align(value, others)
+                    judge_score = align(jv[key], others)
+                    w_judge.append(1 if judge_score >= human_score else 0)
+                    w_human.append(1 if human_score >= judge_score else 0)
             d = np.array(w_human, dtype=float) - np.array(w_judge, dtype=float)
             row["rho_judge"] = float(np.mean(w_judge))
             row["rho_human"] = float(np.mean(w_human))
@@ -234,7 +344,7 @@ def alt_test(
                 "scoring": _scoring_name(scoring),
                 "epsilon": epsilon,
                 "q": q,
-                "n_items": len(by_item),
+                "n_items": n_items,
                 "n_annotators": n_tested,
                 "n_skipped": int((~tested).sum()),
                 "winning_rate": winning_rate,
