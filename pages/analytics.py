@@ -1,10 +1,338 @@
-"""Placeholder page (issue #4)."""
+"""Admin: judge validation. The report's tables and figures, in the layouts of the seed
+papers, and a drill-down to the items where a judge is furthest from the humans.
 
-from annotation.widgets import not_built
+Layout only: the statistics are :func:`annotation.report.build_report`, the seed layouts
+and the drill-down :mod:`annotation.analytics`, the figures
+:mod:`annotation.report_figures`. This is the one page that shows judges' text: always with
+``st.text`` / ``st.code``, never as markdown or HTML.
+"""
 
-not_built(
-    "Judge validation",
-    "the judge-validation statistics, report and dashboard",
-    issue=4,
-    role="admin",
-)
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from annotation import analytics, render, report_figures
+from annotation.app_state import open_store
+from annotation.ratings import AVERAGE
+from annotation.report import ReportOptions, build_report
+from annotation.store import Store
+from annotation.study import StudyData, load_study
+from annotation.widgets import inert, require
+from annotation.workflow import load_item
+
+require("admin")
+store = open_store(st.session_state)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def study_of(db: str, stamp: tuple[int, ...], _store: Store) -> StudyData:
+    """The study, read again when the data changes (``stamp``)."""
+    return load_study(_store)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def report_of(db: str, stamp: tuple[int, ...], n_boot: int, seed: int, by: str | None,
+              _study: StudyData) -> dict[str, pd.DataFrame]:
+    """Every report table, recomputed when the data (``stamp``) or an option changes."""
+    return build_report(_study, ReportOptions(n_boot=n_boot, seed=seed, by=by))
+
+
+def show(table: pd.DataFrame, name: str, key: str, *, display: pd.DataFrame | None = None,
+         first: list[str] | None = None, **column_config: object) -> None:
+    """A table (floats to 3 decimals, ``first`` columns first) and its CSV download under
+    it. ``display``: what to show instead of ``table`` (the download stays ``table``)."""
+    shown = table if display is None else display
+    if isinstance(shown.columns, pd.MultiIndex):  # column_config cannot address these
+        st.dataframe(shown.style.format("{:.3f}", na_rep="–",
+                                        subset=analytics.float_columns(shown)),
+                     hide_index=True, width="stretch")
+    else:
+        config = {c: st.column_config.NumberColumn(format="%.3f")
+                  for c in analytics.float_columns(shown)}
+        config.update(column_config)
+        order = None
+        if first:
+            order = [*first, *[c for c in shown.columns if c not in first]]
+        st.dataframe(shown, hide_index=True, width="stretch", column_config=config,
+                     column_order=order, placeholder="–")
+    st.download_button("CSV", analytics.csv_bytes(table), file_name=f"{name}.csv",
+                       mime="text/csv", key=f"csv-{key}", on_click="ignore",
+                       icon=":material/download:", type="tertiary")
+
+
+def chart(fig: object, key: str) -> None:
+    if fig is None:
+        st.caption("No data for this figure.")
+    else:
+        st.plotly_chart(fig, width="stretch", key=key)
+
+
+st.title("Judge validation")
+st.caption("Judges against the human annotations of this project: the tables of "
+           "`judge-audit report`, live. Everything is recomputed when answers or imports "
+           "change.")
+stamp = analytics.data_stamp(store)
+db = str(store.path)
+with st.spinner("Reading the project ..."):
+    study = study_of(db, stamp, store)
+
+if study.human_scores.empty and study.human_answers.empty:
+    st.info("No human answers yet: the statistics need annotations (Annotate outputs, or "
+            "import human answers with a bundle).")
+    st.stop()
+if study.judge_scores.empty and study.judge_answers.empty:
+    st.info("No parsed judge answers in this project: import a benchmark's judgments first.")
+    st.stop()
+
+# ------------------------------------------------------------------------- controls
+st.session_state.setdefault("an_n_boot", 1000)
+st.session_state.setdefault("an_seed", 0)
+controls = st.columns([1, 1, 2, 2], vertical_alignment="bottom")
+n_boot = controls[0].number_input("Bootstrap resamples", 10, 100_000, step=100, key="an_n_boot",
+                                  help="For the intervals of SRCC, Kendall, alpha and the "
+                                       "paired comparisons")
+seed = controls[1].number_input("Seed", 0, 2**31 - 1, key="an_seed",
+                                help="Same seed, same numbers")
+by = controls[2].selectbox("Group by", [None, *analytics.group_options(study)], key="an_by",
+                           format_func=lambda c: "none" if c is None else c,
+                           help="Extra rows per group beside 'all' (ratings, checklist, "
+                                "reliability)")
+with st.spinner("Computing the statistics ..."):
+    tables = report_of(db, stamp, int(n_boot), int(seed), by, study)
+controls[3].caption(f"{len(study.outputs)} outputs · {len(study.judges)} judges · "
+                    f"{study.human_scores.annotator.nunique() if len(study.human_scores) else 0}"
+                    f" annotators with ratings · {int(n_boot)} resamples, seed {int(seed)}")
+
+labels = {**dict(zip(study.criteria.name, study.criteria.label)), AVERAGE: "Average"}
+ratings, checklist = tables["ratings"], tables["checklist"]
+tab_ratings, tab_checklist, tab_reliability, tab_compare, tab_items = st.tabs(
+    ["Ratings", "Checklist", "Reliability", "Judges compared", "Disagreements"])
+
+# ------------------------------------------------------------------------- ratings
+with tab_ratings:
+    if ratings.empty:
+        st.info("No rating criteria scored by both judges and humans.")
+    else:
+        st.subheader("Correlation with the humans (VIF-Bench Table 7)", anchor=False)
+        row = st.columns([2, 2, 1], vertical_alignment="bottom")
+        reference = row[0].radio(
+            "Judges against", [analytics.HUMAN_MEAN, analytics.LOO_MEAN], horizontal=True,
+            key="an_reference",
+            format_func={analytics.HUMAN_MEAN: "mean of all annotators",
+                         analytics.LOO_MEAN: "leave-one-out means (like for like)"}.get)
+        groups = list(dict.fromkeys(ratings.group))
+        group = row[1].selectbox("Group", groups, key="an_rgroup", disabled=len(groups) < 2)
+        with_ci = row[2].toggle("95% intervals", key="an_ci")
+        vif = analytics.vif_table(ratings, reference=reference, group=group, ci=with_ci,
+                                  labels=labels)
+        short = {c: analytics.abbreviate(label) for c, label in labels.items()}
+        shown = analytics.vif_table(ratings, reference=reference, group=group, ci=with_ci,
+                                    labels=short)
+        show(vif, "vif_table", "vif",
+             display=analytics.two_level(analytics.ci_text(shown) if with_ci else shown))
+        legend = "; ".join(f"{short[c]} {labels[c]}" for c in labels if short[c] != labels[c])
+        st.caption("PLCC (Pearson, Fisher interval) and SRCC (Spearman, cluster bootstrap "
+                   "over outputs) of each judge's score with the humans' per output. "
+                   "Human (leave-one-out): each annotator against the mean of the others, "
+                   "pooled, as Table 7's Human-Human."
+                   + (f" Abbreviations: {inert(legend)}." if legend else ""))
+
+        st.subheader("Judge against human mean, per output", anchor=False)
+        judges = sorted(study.judge_scores.judge.unique())
+        criteria = [c for c in labels if c in set(ratings.criterion)]
+        pick = st.columns(2)
+        judge = pick[0].selectbox("Judge", judges, key="an_sc_judge")
+        criterion = pick[1].selectbox("Criterion", criteria, key="an_sc_crit",
+                                      format_func=labels.get)
+        pairs = analytics.score_pairs(study, judge, criterion)
+        if pairs.empty:
+            st.caption("No output scored by both.")
+        else:
+            fig = px.scatter(pairs, x="human_mean", y="judge", color="generator",
+                             hover_data=["output_id", "humans"],
+                             labels={"human_mean": "human mean", "judge": judge})
+            lo = min(pairs.human_mean.min(), pairs.judge.min())
+            hi = max(pairs.human_mean.max(), pairs.judge.max())
+            fig.add_shape(type="line", x0=lo, y0=lo, x1=hi, y1=hi,
+                          line={"dash": "dot", "color": "gray"})
+            fig.update_traces(marker={"size": 10, "opacity": 0.75})
+            fig.update_layout(height=420, legend_title_text="")
+            chart(fig, "scatter")
+
+        st.subheader("Per criterion", anchor=False)
+        stat = st.radio("Statistic", ["plcc", "srcc"], horizontal=True, key="an_stat",
+                        format_func=str.upper)
+        named = ratings.assign(criterion=ratings.criterion.map(short).fillna(
+            ratings.criterion))
+        in_order = [short[c] for c in labels if c in set(ratings.criterion)]
+        st.caption(f"{stat.upper()} with 95% interval: judges and humans against the same "
+                   "leave-one-out means")
+        bars = report_figures.correlation_bars(named, stat)
+        if bars is not None:
+            bars.update_xaxes(categoryorder="array", categoryarray=in_order)
+        chart(bars, "bars")
+        st.caption(f"{stat.upper()} of each judge with the human mean")
+        heatmap = report_figures.correlation_heatmap(named, stat)
+        if heatmap is not None:
+            heatmap.update_layout(height=max(heatmap.layout.height or 0, 320))
+            cells = heatmap.data[0]  # criteria in the project's order (pivot sorts them)
+            columns = [list(cells.x).index(c) for c in in_order if c in list(cells.x)]
+            cells.update(x=[cells.x[i] for i in columns],
+                         z=[[row[i] for i in columns] for row in cells.z])
+            heatmap.update_xaxes(title_text="")
+        chart(heatmap, "heatmap")
+        with st.expander("All rows of ratings.csv"):
+            show(ratings, "ratings", "ratings")
+
+# ------------------------------------------------------------------------- checklist
+with tab_checklist:
+    if checklist.empty:
+        st.info("No checklist answered by both judges and humans.")
+    else:
+        st.subheader("Judges against the humans (TRACE-Bench's judge table)", anchor=False)
+        show(analytics.trace_table(tables["operators"], checklist), "trace_table", "trace")
+        st.caption("Pearson, Spearman and MAE between the judge's and the humans' case "
+                   "scores (operator `all`: mean pass rate over the output's operator "
+                   "instances, 0-1); Agreement: share of yes/no decisions equal to the "
+                   "human majority (ties left out), with its Wilson interval.")
+        st.caption("Agreement with 95% Wilson interval")
+        chart(report_figures.checklist_bars(checklist), "checklist_bars")
+        st.subheader("Confusion table", anchor=False)
+        left, right = st.columns([1, 2], gap="medium")
+        with left:
+            all_rows = checklist[checklist.group == "all"]
+            judge = st.selectbox("Judge", analytics.judge_order(list(all_rows.judge)),
+                                 key="an_cf_judge")
+            references = list(all_rows[all_rows.judge == judge].reference)
+            reference = st.selectbox("Reference", references, key="an_cf_ref")
+        with right:
+            chosen = all_rows[(all_rows.judge == judge) & (all_rows.reference == reference)]
+            if not chosen.empty:
+                cells = chosen.iloc[0]
+                st.caption(f"Decisions, judge by reference ({int(cells.n_decisions)} in all)")
+                st.table(analytics.confusion(cells))
+                st.caption(f"agreement {cells.agreement:.3f} · kappa {cells.kappa:.3f} · "
+                           f"AC1 {cells.ac1:.3f} · yes-recall {cells.yes_recall:.3f} · "
+                           f"no-recall {cells.no_recall:.3f}")
+        if by is not None:
+            st.subheader("Agreement with the human majority per group", anchor=False)
+            show(analytics.agreement_by_group(checklist), "agreement_by_group", "bygroup")
+        with st.expander("Operator scores (operators.csv)"):
+            show(tables["operators"], "operators", "operators")
+        with st.expander("All rows of checklist.csv"):
+            show(checklist, "checklist", "checklist")
+
+# ------------------------------------------------------------------------- reliability
+with tab_reliability:
+    st.subheader("Humans among themselves", anchor=False)
+    reliability = tables["reliability"]
+    if reliability.empty:
+        st.info("Reliability needs at least two annotators on the same outputs.")
+    else:
+        show(reliability, "reliability", "reliability")
+    st.caption("Krippendorff's alpha at the interval, ordinal and nominal levels, with the "
+               "bootstrap interval at the criterion's own level (ci_level). Krippendorff's "
+               "guideline: alpha ≥ .800 for reliable data; .667 ≤ alpha < .800 only for "
+               "tentative conclusions; below .667, do not rely on the labels.")
+
+# ------------------------------------------------------------------------- judges compared
+with tab_compare:
+    st.subheader("Pairs of judges against the same human means", anchor=False)
+    show(tables["judge_comparisons"], "judge_comparisons", "comparisons",
+         first=["criterion", "judge_a", "judge_b", "n_items", "r_a", "r_b", "diff", "p",
+                "p_bh", "p_by"], df=st.column_config.NumberColumn(format="%.0f"))
+    st.caption("Williams' t for two dependent correlations sharing the human mean (p), "
+               "adjusted across all rows by Benjamini-Hochberg (p_bh) and "
+               "Benjamini-Yekutieli (p_by); Zou's interval and a paired cluster bootstrap "
+               "for the difference r_a - r_b.")
+    st.subheader("System level: ranking the generators", anchor=False)
+    show(tables["system_level"], "system_level", "system")
+    st.caption("Kendall tau-b and pairwise accuracy of the per-generator means, judge vs "
+               "humans.")
+    st.subheader("Alternative annotator test", anchor=False)
+    show(tables["alt_test"], "alt_test", "alt_test")
+    st.caption("Calderon, Reichart & Dror (ACL 2025): can the judge replace an annotator? "
+               "passed: the judge wins against enough annotators (negative RMSE on "
+               "ratings, accuracy on the checklist). Needs at least 3 annotators per item.")
+
+# ------------------------------------------------------------------------- drill-down
+with tab_items:
+    st.subheader("Where the judge is furthest from the humans", anchor=False)
+    judges = list(study.judges.name)
+    targets = [c for c in study.criteria.name if c in set(study.judge_scores.criterion)]
+    if len(targets) > 1:
+        targets.append(AVERAGE)
+    if not study.judge_answers.empty:
+        targets.append(analytics.CHECKLIST)
+    pick = st.columns([2, 2, 1])
+    judge = pick[0].selectbox("Judge", judges, key="an_dd_judge")
+    target = pick[1].selectbox(
+        "Criterion or checklist", targets, key="an_dd_target",
+        format_func=lambda t: "Checklist (yes/no)" if t == analytics.CHECKLIST
+        else labels.get(t, t))
+    limit = pick[2].number_input("Items", 1, 1000, 10, key="an_dd_limit")
+    items = analytics.disagreements(study, judge, target, int(limit))
+    if items.empty:
+        st.info("This judge and the humans have no item in common here.")
+        st.stop()
+    show(items, f"disagreements_{judge}_{target}", "disagreements")
+    if target == analytics.CHECKLIST:
+        describe = dict(zip(items.output_id,
+                            [f"{n} of {m} decisions differ" for n, m in
+                             zip(items.n_disagreements, items.n_decisions, strict=True)],
+                            strict=True))
+    else:
+        describe = dict(zip(items.output_id,
+                            [f"judge {j:g}, humans {h:.2f} ({g:+.2f})" for j, h, g in
+                             zip(items.judge, items.human_mean, items.gap, strict=True)],
+                            strict=True))
+    output_id = st.selectbox("Item", list(items.output_id), key=f"an_dd_item-{judge}-{target}",
+                             format_func=lambda o: f"{o} · {describe[o]}")
+
+    item = load_item(store, output_id)
+    view, answers = st.columns([2, 3], gap="medium")
+    with view:
+        with st.container(border=True):
+            st.caption(f"Task {inert(item.task_id)} · text instruction")
+            st.text(item.instruction)
+        st.caption("Generated output")
+        if item.output_sha256 is None:
+            st.warning("The image of this output is not in the project.")
+        else:
+            st.image(str(render.thumbnail(store, item.output_sha256, 1024)), width="stretch")
+        if item.images:
+            st.caption("Inputs")
+            grid = st.columns(4)
+            for i, image in enumerate(item.images):
+                with grid[i % 4]:
+                    st.image(str(render.thumbnail(store, image.sha256, 256)),
+                             caption=image.short_caption, width="stretch")
+    with answers:
+        questions = store.questions_df()
+        texts = dict(zip(questions.question_id, questions.text, strict=True))
+        side = analytics.item_answers(study, judge, output_id, target,
+                                      texts=texts if target == analytics.CHECKLIST else labels)
+        st.caption("The judge and each annotator")
+        if target == analytics.CHECKLIST:
+            show(side.drop(columns="question_id"), f"answers_{judge}", "answers",
+                 first=["question", "judge", "majority", "disagree"],
+                 question=st.column_config.TextColumn(width="medium"),
+                 disagree=st.column_config.CheckboxColumn("differs"))
+        else:
+            show(side, f"answers_{judge}", "answers")
+        st.caption("The judge's raw output (as it was imported; shown as plain text)")
+        raw = analytics.judge_texts(store, judge, output_id, target)
+        if raw.empty:
+            st.caption("No raw text stored for this judgment.")
+        differs = set(side.question_id[side.disagree]) if target == analytics.CHECKLIST \
+            else set()
+        for about, text, status in raw.itertuples(index=False):
+            if target == analytics.CHECKLIST:
+                mark = "✗ differs from the majority · " if about in differs else ""
+                st.text(mark + texts.get(about, about)
+                        + ("" if status == "ok" else f" ({status})"))
+            elif status != "ok":
+                st.text(f"({status})")
+            st.code(text if isinstance(text, str) else "", language=None, wrap_lines=True)

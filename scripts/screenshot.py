@@ -46,7 +46,9 @@ def wait_healthy(port: int, timeout: float = 60) -> None:
 
 RENDERED_JS = """() => !document.querySelector('[data-testid="stStatusWidget"]')
     && !document.querySelector('[data-testid="stSkeleton"]')
-    && document.querySelector('[data-testid="stMainBlockContainer"] *') !== null"""
+    && !document.querySelector('[data-testid="stSpinner"]')
+    && document.querySelector(
+        '[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]') !== null"""
 
 
 def wait_rendered(page, quiet_ms: int = 1500, timeout_s: float = 30) -> None:
@@ -81,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--height", type=int, default=1000)
     parser.add_argument("--user", default="admin", help="sign in as (demo: admin, alice, ...)")
     parser.add_argument("--password", default="demo-admin")
+    parser.add_argument("--tabs", action="store_true",
+                        help="also click every tab of the page: <page>-<n>-<tab>.png")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -110,6 +114,16 @@ def main(argv: list[str] | None = None) -> int:
                 path = out / f"{name}.png"
                 page.screenshot(path=str(path), full_page=True)
                 print(path)
+                if args.tabs:
+                    tabs = page.get_by_role("tab")
+                    for i in range(tabs.count()):
+                        label = tabs.nth(i).inner_text().strip()
+                        tabs.nth(i).click()
+                        wait_rendered(page)
+                        slug = "".join(ch if ch.isalnum() else "-" for ch in label.lower())
+                        path = out / f"{name}-{i + 1}-{slug}.png"
+                        page.screenshot(path=str(path), full_page=True)
+                        print(path)
             browser.close()
     finally:
         server.terminate()

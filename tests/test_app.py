@@ -70,8 +70,7 @@ def test_empty_project_says_how_to_import(tmp_path, monkeypatch):
     assert "judge-audit import" in at.info[0].value
 
 
-@pytest.mark.parametrize("page,issue", [("pages/analytics.py", 4),
-                                        ("pages/conflicts.py", 5), ("pages/trees.py", 6)])
+@pytest.mark.parametrize("page,issue", [("pages/conflicts.py", 5), ("pages/trees.py", 6)])
 def test_placeholder_pages_say_what_is_not_built(demo_db, page, issue):
     at = app_as().run()
     at.switch_page(page).run()
