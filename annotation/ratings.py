@@ -15,6 +15,12 @@ whose ``reference`` is ``leave-one-out mean``, so the two can be read side by si
 
 An ensemble judge (the mean of the VLM judges' scores per output, where at least two
 scored it) is reported as its own row, ``ensemble (mean of VLM judges)``.
+
+Also like for like, pairwise: ``human pairwise (Fisher-z mean)`` pools the correlations of
+every pair of annotators on their common outputs, and each judge's rows with reference
+``single annotator (Fisher-z mean)`` pool its correlations with each annotator alone
+(tanh of the (n - 3)-weighted mean of atanh r; Fisher 1921). With ``by``, the rows of group
+``pooled (Fisher z)`` pool the per-group correlations the same way (no interval).
 """
 
 from __future__ import annotations
@@ -24,10 +30,12 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from annotation.stats.correlation import correlations
+from annotation.stats.correlation import correlations, fisher_z_mean
 from annotation.study import StudyData
 
 HUMAN_LOO = "human (leave-one-out)"
+HUMAN_PAIRWISE = "human pairwise (Fisher-z mean)"
+POOLED = "pooled (Fisher z)"
 ENSEMBLE = "ensemble (mean of VLM judges)"
 AVERAGE = "average"
 COLUMNS = ["judge", "criterion", "group", "reference", "n_items", "plcc", "plcc_lo", "plcc_hi",
@@ -120,8 +128,73 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
                                  g_loo.score.to_numpy(), g_loo.others.to_numpy(),
                                  g_loo.output_id.to_numpy(), same_scale=True, n_boot=n_boot,
                                  seed=seed))
+            if group == "all":
+                rows.extend(_pairwise_rows(hc, judged[judged.criterion == criterion],
+                                           criterion))
         if progress:
             progress(1)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    if by is not None and not table.empty:
+        table = pd.concat([table, _pooled_groups(table)], ignore_index=True)
+    return table
+
+
+def _pooled(pairs: list[tuple[float, int]]) -> dict[str, float]:
+    ok = [(r, n) for r, n in pairs if pd.notna(r) and n > 3]
+    if not ok:
+        return {"r": np.nan, "n": 0}
+    return {"r": fisher_z_mean([r for r, _ in ok], [n for _, n in ok]),
+            "n": sum(n for _, n in ok)}
+
+
+def _corr_set(x: pd.Series, y: pd.Series) -> dict[str, tuple[float, int]]:
+    common = x.index.intersection(y.index)
+    a, b = x[common], y[common]
+    if len(common) < 3 or a.nunique() < 2 or b.nunique() < 2:
+        return {k: (np.nan, len(common)) for k in ("plcc", "srcc", "kendall")}
+    return {"plcc": (a.corr(b), len(common)),
+            "srcc": (a.corr(b, method="spearman"), len(common)),
+            "kendall": (a.corr(b, method="kendall"), len(common))}
+
+
+def _pairwise_rows(humans: pd.DataFrame, judged: pd.DataFrame, criterion: str
+                   ) -> list[dict[str, object]]:
+    """Human-human pairs and judge-vs-single-annotator, each pooled by Fisher z."""
+    by_annotator = {a: g.set_index("output_id").score
+                    for a, g in humans.groupby("annotator", sort=True)}
+    rows = []
+    names = sorted(by_annotator)
+    pair_stats = [_corr_set(by_annotator[a], by_annotator[b])
+                  for i, a in enumerate(names) for b in names[i + 1:]]
+    entries = [(HUMAN_PAIRWISE, "pairwise annotators", pair_stats)]
+    for judge, js in judged.groupby("judge", sort=True):
+        scores = js.set_index("output_id").score
+        entries.append((judge, "single annotator (Fisher-z mean)",
+                        [_corr_set(scores, by_annotator[a]) for a in names]))
+    for who, reference, stats in entries:
+        if not stats:
+            continue
+        row: dict[str, object] = {"judge": who, "criterion": criterion, "group": "all",
+                                  "reference": reference}
+        for stat in ("plcc", "srcc", "kendall"):
+            pooled = _pooled([s[stat] for s in stats])
+            row[stat] = pooled["r"]
+            row["n_items"] = pooled["n"]
+        rows.append(row)
+    return rows
+
+
+def _pooled_groups(table: pd.DataFrame) -> pd.DataFrame:
+    """Per judge, criterion and reference: Fisher-z mean of the per-group correlations."""
+    groups = table[~table.group.isin(["all", POOLED])]
+    rows = []
+    for (judge, criterion, reference), g in groups.groupby(["judge", "criterion", "reference"],
+                                                           sort=False):
+        row: dict[str, object] = {"judge": judge, "criterion": criterion, "group": POOLED,
+                                  "reference": reference, "n_items": int(g.n_items.sum())}
+        for stat in ("plcc", "srcc", "kendall"):
+            row[stat] = _pooled(list(zip(g[stat], g.n_items)))["r"]
+        rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -86,3 +86,33 @@ def test_rows_against_scipy_and_the_like_for_like_baseline(tmp_path):
     pd.testing.assert_frame_equal(table, again)
     ok = table.dropna(subset=["srcc_lo"])
     assert ((ok.srcc_lo <= ok.srcc + 1e-12) & (ok.srcc <= ok.srcc_hi + 1e-12)).all()
+
+
+def test_pairwise_and_pooled_rows_by_hand(tmp_path):
+    from annotation.ratings import HUMAN_PAIRWISE, POOLED
+
+    db = tmp_path / "demo.db"
+    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    with Store.open(db) as store:
+        study = load_study(store)
+    table = ratings_table(study, n_boot=50, seed=0, by="generator")
+    crit = "scene_coherence"
+    human = study.human_scores[study.human_scores.criterion == crit]
+    wide = human.pivot(index="output_id", columns="annotator", values="score")
+    rs, ns = [], []
+    for a, b in [("ann1", "ann2"), ("ann1", "ann3"), ("ann2", "ann3")]:
+        pair = wide[[a, b]].dropna()
+        rs.append(stats.pearsonr(pair[a], pair[b])[0])
+        ns.append(len(pair))
+    weights = np.array(ns) - 3
+    expected = np.tanh(np.sum(weights * np.arctanh(rs)) / weights.sum())
+    row = table[(table.judge == HUMAN_PAIRWISE) & (table.criterion == crit)].iloc[0]
+    assert row.plcc == pytest.approx(expected)
+    # pooled over generators: Fisher-z mean of the per-group PLCCs, weighted by n - 3
+    groups = table[(table.judge == "gpt-5") & (table.criterion == crit)
+                   & (table.reference == "human mean") & table.group.str.startswith("generator=")]
+    w = groups.n_items.to_numpy() - 3
+    pooled = np.tanh(np.sum(w * np.arctanh(groups.plcc)) / w.sum())
+    got = table[(table.judge == "gpt-5") & (table.criterion == crit)
+                & (table.reference == "human mean") & (table.group == POOLED)].iloc[0]
+    assert got.plcc == pytest.approx(pooled)
