@@ -127,7 +127,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     options = ReportOptions(n_boot=args.bootstrap, seed=args.seed, by=args.by,
-                            epsilon=args.epsilon)
+                            epsilon=args.epsilon, pair=tuple(args.pair or ()))
     bar = None
     if not args.quiet and sys.stderr.isatty():
         from tqdm import tqdm
@@ -284,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bootstrap resamples for the intervals (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="same seed, same numbers")
     p.add_argument("--by", help="also per group: generator, task_id or meta.<key>")
+    p.add_argument("--pair", action="append", metavar="checklist:CRITERION",
+                   help="also pair each judge's checklist pass rate with the human ratings of "
+                        "CRITERION (TIFA/DSG style); repeatable")
     p.add_argument("--epsilon", type=float, default=0.2,
                    help="alt-test margin (0.2 experts, 0.15 skilled, 0.1 crowd)")
     p.add_argument("--quiet", action="store_true")

@@ -206,3 +206,32 @@ def _leave_one_out(scores: pd.DataFrame) -> pd.DataFrame:
     merged = merged[merged["count"] >= 2]
     merged = merged.assign(others=(merged["sum"] - merged.score) / (merged["count"] - 1))
     return merged[["output_id", "annotator", "score", "others"]].reset_index(drop=True)
+
+
+def pass_rate_rows(study: StudyData, criteria: list[str], *, n_boot: int = 1000,
+                   seed: int = 0) -> pd.DataFrame:
+    """Score pairing across kinds (TIFA, DSG): each judge's checklist **pass rate** per
+    output (share of its decided questions that pass, DSG gating applied; see
+    :mod:`annotation.operator_scores`) against the humans' mean **rating** on each of
+    ``criteria``. Rows have criterion ``<criterion> ~ checklist pass rate``; no MAE (the
+    scales differ)."""
+    from annotation.operator_scores import passes
+
+    passed = passes(study.judge_answers, study.questions, "judge")
+    rate = passed.groupby(["judge", "output_id"]).passed.mean()
+    rows = []
+    for criterion in criteria:
+        if criterion not in set(study.human_scores.criterion):
+            raise KeyError(f"--pair checklist:{criterion}: no human ratings of criterion "
+                           f"{criterion!r}")
+        mean = study.human_scores[study.human_scores.criterion == criterion].groupby(
+            "output_id").score.mean()
+        for judge in sorted(rate.index.get_level_values(0).unique()):
+            scores = rate[judge]
+            common = scores.index.intersection(mean.index)
+            if len(common):
+                rows.append(_row(judge, f"{criterion} ~ checklist pass rate", "all",
+                                 "human mean", scores[common].to_numpy(),
+                                 mean[common].to_numpy(), common.to_numpy(),
+                                 same_scale=False, n_boot=n_boot, seed=seed))
+    return pd.DataFrame(rows, columns=COLUMNS)

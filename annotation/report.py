@@ -35,7 +35,7 @@ import pandas as pd
 from annotation.checklist_agreement import checklist_table, mcnemar_table
 from annotation.human_reliability import reliability_table
 from annotation.operator_scores import operators_table
-from annotation.ratings import AVERAGE, _with_average, ratings_table
+from annotation.ratings import AVERAGE, _with_average, pass_rate_rows, ratings_table
 from annotation.stats.alt_test import alt_test
 from annotation.stats.comparison import adjust_pvalues, paired_bootstrap_diff, williams_t, zou_ci
 from annotation.stats.system import system_level
@@ -51,6 +51,7 @@ class ReportOptions:
     seed: int = 0
     by: str | None = None
     epsilon: float = 0.2
+    pair: tuple[str, ...] = ()  # "checklist:<criterion>": pass rate vs a human rating
 
 
 def _judge_wide(study: StudyData, criterion: str) -> tuple[pd.DataFrame, pd.Series]:
@@ -144,12 +145,25 @@ def alt_test_table(study: StudyData, options: ReportOptions) -> pd.DataFrame:
     return out[["criterion", *[c for c in out.columns if c != "criterion"]]]
 
 
+def _ratings(study: StudyData, options: ReportOptions) -> pd.DataFrame:
+    table = ratings_table(study, n_boot=options.n_boot, seed=options.seed, by=options.by)
+    criteria = []
+    for spec in options.pair:
+        kind, _, criterion = spec.partition(":")
+        if kind != "checklist" or not criterion:
+            raise KeyError(f"--pair {spec}: expected checklist:<criterion>")
+        criteria.append(criterion)
+    if criteria:
+        extra = pass_rate_rows(study, criteria, n_boot=options.n_boot, seed=options.seed)
+        table = pd.concat([table, extra], ignore_index=True)
+    return table
+
+
 def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
                  progress: Callable[[str], object] | None = None) -> dict[str, pd.DataFrame]:
     """Every table of the report, by name (:data:`TABLES`)."""
     steps: dict[str, Callable[[], pd.DataFrame]] = {
-        "ratings": lambda: ratings_table(study, n_boot=options.n_boot, seed=options.seed,
-                                         by=options.by),
+        "ratings": lambda: _ratings(study, options),
         "checklist": lambda: checklist_table(study, by=options.by),
         "operators": lambda: operators_table(study),
         "reliability": lambda: reliability_table(study, n_boot=options.n_boot,

@@ -89,3 +89,31 @@ def test_tifa_published_values_through_the_command(tmp_path):
         assert (round(row.plcc, 4), round(row.kendall, 4)) == (pearson, kendall), metric
     reliability = pd.read_csv(out / "reliability.csv")
     assert round(reliability.alpha_ordinal[0], 4) == 0.7186
+
+
+def test_pair_checklist_pass_rate_with_a_rating(tmp_path):
+    from scipy import stats
+
+    from annotation.operator_scores import passes
+    from annotation.store import Store
+    from annotation.study import load_study
+
+    db = tmp_path / "demo.db"
+    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    out = tmp_path / "r"
+    assert main(["report", "--db", str(db), "--out", str(out), "--bootstrap", "50",
+                 "--pair", "checklist:text_instruction_following", "--quiet"]) == 0
+    ratings = pd.read_csv(out / "ratings.csv")
+    rows = ratings[ratings.criterion == "text_instruction_following ~ checklist pass rate"]
+    assert set(rows.judge) == {"gpt-5", "gemini-2.5-pro", "qwen3-vl"}
+    with Store.open(db) as store:
+        study = load_study(store)
+    rate = passes(study.judge_answers, study.questions, "judge").groupby(
+        ["judge", "output_id"]).passed.mean()["gpt-5"]
+    human = study.human_scores[study.human_scores.criterion == "text_instruction_following"]
+    mean = human.groupby("output_id").score.mean()
+    common = rate.index.intersection(mean.index)
+    expected = stats.pearsonr(rate[common], mean[common])[0]
+    assert rows[rows.judge == "gpt-5"].plcc.iloc[0] == pytest.approx(expected)
+    assert main(["report", "--db", str(db), "--out", str(out), "--pair", "ratings:x",
+                 "--quiet"]) == 2
