@@ -13,6 +13,8 @@ Cohen's kappa, Gwet's AC1, yes-recall, no-recall, the 2x2 confusion cells) again
 * every other judge: ``judge:<name>`` (judge-judge agreement, e.g. GPT-4o vs QwenVL).
 
 ``group`` is ``all`` or ``<by>=<value>`` for a column of the outputs (e.g. ``generator``).
+``agreement`` pools decisions; ``agreement_per_item`` is the mean over outputs of each
+output's share of agreeing decisions (``n_items`` outputs), the other denominator in use.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from annotation.study import StudyData
 ENSEMBLE = "ensemble (majority of VLM judges)"
 COLUMNS = ["judge", "group", "reference", "n_decisions", "agreement", "agreement_lo",
            "agreement_hi", "kappa", "ac1", "yes_recall", "no_recall", "judge_yes_human_no",
-           "judge_no_human_yes", "prevalence_yes"]
+           "judge_no_human_yes", "prevalence_yes", "n_items", "agreement_per_item"]
 
 
 def _key(df: pd.DataFrame) -> pd.Series:
@@ -86,10 +88,16 @@ def checklist_table(study: StudyData, *, by: str | None = None,
                 if stats["n_decisions"] == 0:
                     continue
                 row = {"judge": judge, "group": group, "reference": reference}
-                row.update({c: stats.get(c) for c in COLUMNS[3:]})
+                row.update({c: stats.get(c) for c in COLUMNS[3:-2]})
+                a, b = judged[common], ref[common]
+                decided = a.isin(("yes", "no")) & b.isin(("yes", "no"))
+                same = (a[decided] == b[decided]).groupby(
+                    a[decided].index.str.split("\x1f").str[0]).mean()
+                row["n_items"] = len(same)
+                row["agreement_per_item"] = same.mean() if len(same) else float("nan")
                 rows.append(row)
     table = pd.DataFrame(rows, columns=COLUMNS)
-    counts = ["n_decisions", "judge_yes_human_no", "judge_no_human_yes"]
+    counts = ["n_decisions", "judge_yes_human_no", "judge_no_human_yes", "n_items"]
     return table.astype({c: "int64" for c in counts}) if not table.empty else table
 
 

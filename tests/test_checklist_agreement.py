@@ -86,3 +86,20 @@ def test_tiif_mcnemar_between_the_two_judges(tmp_path):
     b, c = int(row.a_right_b_wrong), int(row.a_wrong_b_right)
     assert row.mcnemar_p == pytest.approx(binomtest(b, b + c, 0.5).pvalue)
     assert row.n_decisions == 10864  # decisions both judges answered (see the import test)
+
+
+def test_agreement_per_item_is_the_mean_of_per_output_shares(tmp_path):
+    db = tmp_path / "demo.db"
+    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    with Store.open(db) as store:
+        study = load_study(store)
+    table = checklist_table(study)
+    row = table[(table.judge == "gpt-5") & (table.reference == "annotator:ann1")].iloc[0]
+    judge = study.judge_answers[study.judge_answers.judge == "gpt-5"]
+    ann = study.human_answers[(study.human_answers.annotator == "ann1")
+                              & study.human_answers.answer.isin(["yes", "no"])]
+    merged = judge.merge(ann, on=["output_id", "question_id"], suffixes=("_j", "_h"))
+    per_output = (merged.answer_j == merged.answer_h).groupby(merged.output_id).mean()
+    assert row.n_items == len(per_output)
+    assert row.agreement_per_item == pytest.approx(per_output.mean())
+    assert row.agreement == pytest.approx((merged.answer_j == merged.answer_h).mean())
