@@ -10,6 +10,7 @@ import streamlit as st
 from annotation import render, workflow
 from annotation.app_state import open_store
 from annotation.checklist import group_questions
+from annotation.readouts import readouts
 from annotation.session import AnnotationSession
 from annotation.widgets import inert, require
 
@@ -83,6 +84,13 @@ with inputs_area:
             with grid[i % 2]:
                 st.image(str(render.thumbnail(store, image.sha256, 256)),
                          caption=image.short_caption, width="stretch")
+
+    words = readouts(item.task_meta)
+    if words:
+        with st.expander("Visual instructions in words"):
+            for r in words:
+                st.caption(" · ".join(p for p in (r["kind"], r.get("subject")) if p))
+                st.text(f"{r['dense']}\n{r['medium']}\n{r['sparse']}")
 
 with output_area:
     st.caption("Generated output")
