@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from annotation.checklist_agreement import ENSEMBLE as CHECKLIST_ENSEMBLE
-from annotation.ratings import AVERAGE, HUMAN_LOO, _with_average
+from annotation.ratings import AVERAGE, HUMAN_LOO, with_average
 from annotation.ratings import ENSEMBLE as RATINGS_ENSEMBLE
 from annotation.report import _neutralize
 from annotation.stats.agreement import majority, normalize_label
@@ -203,9 +203,9 @@ def score_pairs(study: StudyData, judge: str, criterion: str) -> pd.DataFrame:
     judge's score), ``human_mean``, ``humans`` (each annotator's score, as text) and
     ``gap`` = judge - human mean. ``criterion`` may be ``average``."""
     criteria = list(study.criteria.name)
-    humans = _with_average(study.human_scores, "annotator", criteria)
+    humans = with_average(study.human_scores, "annotator", criteria)
     humans = humans[humans.criterion == criterion].sort_values(["output_id", "annotator"])
-    judged = _with_average(study.judge_scores[study.judge_scores.judge == judge], "judge",
+    judged = with_average(study.judge_scores[study.judge_scores.judge == judge], "judge",
                            criteria)
     scores = judged[judged.criterion == criterion].groupby("output_id").score.mean()
     grouped = humans.groupby("output_id")
@@ -303,9 +303,9 @@ def item_answers(study: StudyData, judge: str, output_id: str, criterion_or_chec
     names = texts or {}
     if criterion_or_checklist != CHECKLIST:
         criteria = list(study.criteria.name)
-        humans = _with_average(study.human_scores[study.human_scores.output_id == output_id],
+        humans = with_average(study.human_scores[study.human_scores.output_id == output_id],
                                "annotator", criteria)
-        judged = _with_average(
+        judged = with_average(
             study.judge_scores[(study.judge_scores.output_id == output_id)
                                & (study.judge_scores.judge == judge)], "judge", criteria)
         order = [c for c in [*criteria, AVERAGE] if c in set(humans.criterion)

@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from annotation.store import Store, dumps, now_iso
+from annotation.store import Store, append_audit, now_iso
 
 ROLES = ("annotator", "admin")
 MIN_PASSWORD_LENGTH = 8
@@ -200,10 +200,7 @@ def _audit(
     at: str | None = None,
 ) -> None:
     """Append one event to ``audit_log`` (inside the caller's transaction)."""
-    conn.execute(
-        "INSERT INTO audit_log (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)",
-        [at or now_iso(), actor, action, subject, dumps(detail or {})],
-    )
+    append_audit(conn, actor=actor, action=action, subject=subject, detail=detail, at=at)
 
 
 def _row(conn: sqlite3.Connection, name: str) -> tuple[Any, ...] | None:

@@ -42,7 +42,7 @@ COLUMNS = ["judge", "criterion", "group", "reference", "n_items", "plcc", "plcc_
            "srcc", "srcc_lo", "srcc_hi", "kendall", "kendall_lo", "kendall_hi", "mae", "bias"]
 
 
-def _with_average(scores: pd.DataFrame, who: str, criteria: list[str]) -> pd.DataFrame:
+def with_average(scores: pd.DataFrame, who: str, criteria: list[str]) -> pd.DataFrame:
     """Add criterion ``average`` (mean of all criteria) for outputs scored on every one."""
     if len(criteria) < 2 or scores.empty:
         return scores
@@ -87,10 +87,10 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     criteria = list(study.criteria.name)
     judges = study.judges.set_index("name")
     vlm = [j for j in judges.index if judges.loc[j, "kind"] == "vlm"]
-    humans = _with_average(study.human_scores, "annotator", criteria)
+    humans = with_average(study.human_scores, "annotator", criteria)
     judged = pd.concat([study.judge_scores, _ensemble(study.judge_scores, vlm)],
                        ignore_index=True)
-    judged = _with_average(judged, "judge", criteria)
+    judged = with_average(judged, "judge", criteria)
     groups: list[tuple[str, set[str] | None]] = [("all", None)]
     if by is not None:
         if by not in study.outputs.columns:

@@ -35,7 +35,7 @@ import pandas as pd
 from annotation.checklist_agreement import checklist_table, mcnemar_table
 from annotation.human_reliability import reliability_table
 from annotation.operator_scores import operators_table
-from annotation.ratings import AVERAGE, _with_average, pass_rate_rows, ratings_table
+from annotation.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
 from annotation.stats.alt_test import alt_test
 from annotation.stats.comparison import adjust_pvalues, paired_bootstrap_diff, williams_t, zou_ci
 from annotation.stats.system import system_level
@@ -57,8 +57,8 @@ class ReportOptions:
 def _judge_wide(study: StudyData, criterion: str) -> tuple[pd.DataFrame, pd.Series]:
     """Judges' scores (outputs x judges) and the human mean for one criterion."""
     criteria = list(study.criteria.name)
-    humans = _with_average(study.human_scores, "annotator", criteria)
-    judges = _with_average(study.judge_scores, "judge", criteria)
+    humans = with_average(study.human_scores, "annotator", criteria)
+    judges = with_average(study.judge_scores, "judge", criteria)
     human = humans[humans.criterion == criterion].groupby("output_id").score.mean()
     wide = judges[judges.criterion == criterion].pivot_table(index="output_id", columns="judge",
                                                              values="score")

@@ -164,14 +164,6 @@ class AnnotationSession:
             self.state["cursor"] = index
             self.answer(value)
 
-    def score_criterion(self, name: str, value: float) -> None:
-        """A click on a criterion's own scale (mouse path)."""
-        index = next((i for i, t in enumerate(self.targets())
-                      if not t.is_question and t.key == name), None)
-        if index is not None:
-            self.state["cursor"] = index
-            self.score(value)
-
     def note(self, text: str) -> None:
         """Attach a note to the current answer (kept in the history like the answer)."""
         target = self.current

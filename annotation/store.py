@@ -56,6 +56,17 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def append_audit(conn: sqlite3.Connection, *, actor: str | None, action: str,
+                 subject: str | None, detail: dict[str, Any] | None = None,
+                 at: str | None = None) -> None:
+    """Append one event to the append-only ``audit_log``, inside the caller's transaction
+    (accounts, sign-ins, submissions, flags, workflow settings)."""
+    conn.execute(
+        "INSERT INTO audit_log (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)",
+        [at or now_iso(), actor, action, subject, dumps(detail or {})],
+    )
+
+
 class SchemaTooNew(RuntimeError):
     """The database was written by a newer judge-audit."""
 

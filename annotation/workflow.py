@@ -33,7 +33,7 @@ import pandas as pd
 
 from annotation.checklist import QuestionView
 from annotation.records import Annotation
-from annotation.store import Store, dumps, now_iso
+from annotation.store import Store, append_audit, dumps, now_iso
 
 DEFAULT_OVERLAP = 3
 DEFAULT_RESERVATION_MINUTES = 30
@@ -72,17 +72,9 @@ def set_settings(store: Store, actor: str, **changes: int) -> Settings:
     return settings
 
 
-def _audit(
-    conn: Any,
-    actor: str | None,
-    action: str,
-    subject: str | None,
-    detail: dict[str, Any] | None = None,
-) -> None:
-    conn.execute(
-        "INSERT INTO audit_log (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)",
-        [now_iso(), actor, action, subject, dumps(detail or {})],
-    )
+def _audit(conn: Any, actor: str | None, action: str, subject: str | None,
+           detail: dict[str, Any] | None = None) -> None:
+    append_audit(conn, actor=actor, action=action, subject=subject, detail=detail)
 
 
 # ------------------------------------------------------------------------ sample

@@ -12,6 +12,7 @@ import pytest
 from bundles import db_checksum, make_image, read_jsonl, write_doc_example, write_jsonl
 from PIL import Image
 
+from annotation.bundle import write_bundle
 from annotation.cli import main
 from annotation.importers import import_path
 from annotation.records import ImportRefused
@@ -275,4 +276,7 @@ def test_html_in_text_fields_is_stored_verbatim(store, example_bundle):
     edit_jsonl("tasks.jsonl", 1, set_field(["instruction"], payload))(example_bundle)
     import_path(store, example_bundle)
     assert store.tasks_df().instruction[0] == payload
-    assert json.loads(json.dumps(payload)) == payload
+    out = example_bundle.parent / "exported"
+    write_bundle(store.read_project(), out)
+    assert json.loads((out / "tasks.jsonl").read_text().splitlines()[0])["instruction"] == \
+        payload  # exported verbatim, not escaped or rendered

@@ -12,6 +12,7 @@ from bundles import db_checksum, read_jsonl
 from annotation.bundle import write_bundle
 from annotation.cli import main
 from annotation.importers import import_path
+from annotation.records import ImportRefused
 from annotation.store import Store
 
 
@@ -149,5 +150,14 @@ def test_shared_checklist_between_tasks(store, example_bundle):
     import_path(store, example_bundle)
     assert store.counts()["questions"] == 3
     assert set(store.tasks_df().checklist_id) == {"t1"}
-    checksum = db_checksum(store.path)
-    assert checksum  # the database is readable read-only while open
+    # the long prompt's judgment refers to a question of the shared checklist
+    judged = store.judgments_df()
+    assert list(judged[judged.output_id == "t1-long/modelA"].question_id) == ["t1.q1"]
+    # and a question outside the shared checklist is refused for the long prompt
+    judgments.append({"judge": "gpt-5", "output_id": "t1-long/modelA", "question_id": "t1.q9",
+                      "answer": "no"})
+    write_jsonl(example_bundle / "judgments.jsonl", judgments)
+    before = db_checksum(store.path)
+    with pytest.raises(ImportRefused, match="unknown question 't1.q9'"):
+        import_path(store, example_bundle)
+    assert db_checksum(store.path) == before

@@ -490,3 +490,12 @@ def test_pose_is_deterministic_and_checks_joints() -> None:
     assert a.tobytes() != vi_draw.draw_pose(size=128).tobytes()
     with pytest.raises(ValueError):
         vi_draw.draw_pose({"tail": [0.5, 0.5]})
+
+
+def test_demo_criteria_are_the_vif_importer_criteria() -> None:
+    """The demo writes its own rubrics, but names and labels must be VIF-Bench's (one source
+    of truth: annotation.importers.vif.CRITERIA), so demo and real imports line up."""
+    from annotation.demo import CRITERIA as DEMO
+    from annotation.importers.vif import CRITERIA as VIF
+
+    assert [(c["name"], c["label"]) for c in DEMO] == list(VIF)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from vectors import VECTORS, computed_tol, published_tol
 
 from annotation.stats.agreement import (
     bennett_s,
@@ -30,8 +30,6 @@ from annotation.stats.agreement import (
 )
 from annotation.stats.reliability import krippendorff_alpha
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-VECTORS = SHARED / "stats" / "test_vectors.json"
 TABLE_NAMES = [
     "Cohen1960_p45",
     "SAS_FREQ_3x3",
@@ -51,20 +49,10 @@ def tables() -> dict:
     return json.loads(VECTORS.read_text())["two_rater_tables"]
 
 
-def _decimals(x: float) -> int:
-    text = repr(float(x))
-    return len(text.split(".")[1]) if "." in text and "e" not in text else 0
 
 
-def published_tol(x: float) -> float:
-    """Half a unit of the last printed digit (at least 2 decimals: JSON drops zeros)."""
-    return 0.5 * 10.0 ** -max(2, _decimals(x)) + 1e-12
 
 
-def computed_tol(x: float) -> float:
-    """Full precision, unless the 'computed' value itself was stored rounded."""
-    d = _decimals(x)
-    return max(1e-9, 0.5 * 10.0**-d if d < 10 else 0.0)
 
 
 def expand(table: list[list[int]]) -> tuple[list[int], list[int]]:

@@ -14,13 +14,13 @@ import json
 import math
 import re
 import time
-from pathlib import Path
 
 import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from vectors import SHARED, VECTORS, computed_tol, published_tol
 
 from annotation.stats import reliability
 from annotation.stats.reliability import (
@@ -36,8 +36,6 @@ from annotation.stats.reliability import (
     multirater_agreement,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-VECTORS = SHARED / "stats" / "test_vectors.json"
 IMAGENHUB = SHARED / "fixtures" / "imagenhub"
 
 
@@ -48,19 +46,10 @@ def vectors() -> dict:
     return json.loads(VECTORS.read_text())
 
 
-def _decimals(x: float) -> int:
-    text = repr(float(x))
-    return len(text.split(".")[1]) if "." in text and "e" not in text else 0
 
 
-def published_tol(x: float) -> float:
-    """Half a unit of the last printed digit (at least 2 decimals: JSON drops zeros)."""
-    return 0.5 * 10.0 ** -max(2, _decimals(x)) + 1e-12
 
 
-def computed_tol(x: float) -> float:
-    d = _decimals(x)
-    return max(1e-9, 0.5 * 10.0**-d if d < 10 else 0.0)
 
 
 def units_by_raters(raters_by_units: list[list]) -> np.ndarray:
