@@ -16,6 +16,13 @@ Tables (see ``docs/schema.md`` for every column):
 * ``annotations``: human answers, **append-only**: a changed answer is a new row whose
   ``supersedes`` names the row it replaces; ``current_annotations`` shows the live ones.
 * ``imports``: the import log.
+* ``users``, ``audit_log`` (append-only), and the annotation workflow: ``sample``,
+  ``reservations``, ``submissions``, ``item_time``, ``flags``.
+* Conflict-label verification (VIF-Bench): ``prelabel_readings`` (a verifier's reading of
+  a reference image's pre-labels) and ``conflict_verdicts`` (agree/disagree with the
+  automatic conflict label, and the verified label), both **append-only** with
+  ``supersedes`` like ``annotations``; ``verify_reservations``, ``verify_submissions`` and
+  ``verify_time`` for the verification workflow.
 """
 
 from __future__ import annotations
@@ -206,6 +213,75 @@ MIGRATIONS: list[str] = [
         question_id TEXT REFERENCES questions(question_id),
         note TEXT,
         created_at TEXT NOT NULL
+    );
+    """,
+    # 2 -> 3: conflict-label verification (issue #5).
+    """
+    CREATE TABLE prelabel_readings (
+        reading_id INTEGER PRIMARY KEY,
+        verifier TEXT NOT NULL,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        image_idx INTEGER NOT NULL,
+        attribute TEXT NOT NULL CHECK (attribute IN ('yaw', 'yaw_reliable',
+            'light_distinctive', 'wind_responsive', 'pose_distinctive')),
+        value TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES prelabel_readings(reading_id),
+        source TEXT NOT NULL DEFAULT 'app',
+        FOREIGN KEY (task_id, image_idx) REFERENCES images(task_id, idx)
+    );
+    CREATE INDEX prelabel_readings_key
+        ON prelabel_readings(task_id, verifier, image_idx, attribute);
+    CREATE TRIGGER prelabel_readings_no_update BEFORE UPDATE ON prelabel_readings
+        BEGIN SELECT RAISE(ABORT, 'prelabel readings are append-only'); END;
+    CREATE TRIGGER prelabel_readings_no_delete BEFORE DELETE ON prelabel_readings
+        BEGIN SELECT RAISE(ABORT, 'prelabel readings are append-only'); END;
+    CREATE VIEW current_prelabel_readings AS
+        SELECT r.* FROM prelabel_readings r
+        WHERE NOT EXISTS (SELECT 1 FROM prelabel_readings s WHERE s.supersedes = r.reading_id);
+    CREATE TABLE conflict_verdicts (
+        verdict_id INTEGER PRIMARY KEY,
+        verifier TEXT NOT NULL,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        conflict TEXT NOT NULL CHECK (conflict IN ('orientation', 'light', 'wind', 'pose')),
+        automatic INTEGER CHECK (automatic IN (0, 1)),
+        agrees INTEGER CHECK (agrees IN (0, 1)),
+        label INTEGER NOT NULL CHECK (label IN (0, 1)),
+        note TEXT,
+        blind INTEGER NOT NULL CHECK (blind IN (0, 1)),
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES conflict_verdicts(verdict_id),
+        source TEXT NOT NULL DEFAULT 'app',
+        CHECK ((automatic IS NULL AND agrees IS NULL)
+               OR (automatic IS NOT NULL AND agrees = (label = automatic)))
+    );
+    CREATE INDEX conflict_verdicts_key ON conflict_verdicts(task_id, verifier, conflict);
+    CREATE TRIGGER conflict_verdicts_no_update BEFORE UPDATE ON conflict_verdicts
+        BEGIN SELECT RAISE(ABORT, 'conflict verdicts are append-only'); END;
+    CREATE TRIGGER conflict_verdicts_no_delete BEFORE DELETE ON conflict_verdicts
+        BEGIN SELECT RAISE(ABORT, 'conflict verdicts are append-only'); END;
+    CREATE VIEW current_conflict_verdicts AS
+        SELECT v.* FROM conflict_verdicts v
+        WHERE NOT EXISTS (SELECT 1 FROM conflict_verdicts w WHERE w.supersedes = v.verdict_id);
+    CREATE TABLE verify_reservations (
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        verifier TEXT NOT NULL,
+        reserved_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (task_id, verifier)
+    );
+    CREATE TABLE verify_submissions (
+        verifier TEXT NOT NULL,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        submitted_at TEXT NOT NULL,
+        PRIMARY KEY (verifier, task_id)
+    );
+    CREATE TABLE verify_time (
+        visit_id INTEGER PRIMARY KEY,
+        verifier TEXT NOT NULL,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        started_at TEXT NOT NULL,
+        active_seconds REAL NOT NULL DEFAULT 0
     );
     """,
 ]
