@@ -331,12 +331,12 @@ def task_conflicts(prelabels: Mapping[str, Any], targets: Mapping[str, Any]) -> 
     return out
 
 
-def task_prelabels(task: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """``{reference name: pre-label}`` from a tasks.jsonl record (as the demo writes it).
+def reference_names(task: Mapping[str, Any]) -> dict[int, str]:
+    """``{image index: name}`` of a task record's reference images, as the rules key them.
 
-    Reference images are ``images`` entries with ``role == "reference"``; their pre-label is
-    ``meta.prelabel`` (or ``prelabel``). A reference named by a layout entry's ``image``
-    index is keyed by that entry's ``subject``; others by ``Image_<index>``.
+    A reference named by a layout entry's ``image`` index is called by that entry's
+    ``subject`` (so orientation and pose targets, which name subjects, find it); the others
+    are called ``Image_<index>``.
     """
     meta = task.get("meta") if isinstance(task.get("meta"), Mapping) else {}
     names: dict[int, str] = {}
@@ -344,13 +344,26 @@ def task_prelabels(task: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         idx = item.get("image")
         if isinstance(idx, int) and not isinstance(idx, bool) and item.get("subject"):
             names[idx] = str(item["subject"])
+    images = task.get("images")
+    out: dict[int, str] = {}
+    for i, img in enumerate(images if isinstance(images, list) else []):
+        if isinstance(img, Mapping) and img.get("role", "reference") == "reference":
+            out[i] = names.get(i, f"Image_{i}")
+    return out
+
+
+def task_prelabels(task: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{reference name: pre-label}`` from a tasks.jsonl record (as the demo writes it).
+
+    Reference images are ``images`` entries with ``role == "reference"``; their pre-label is
+    ``meta.prelabel`` (or ``prelabel``), named by :func:`reference_names`.
+    """
     out: dict[str, dict[str, Any]] = {}
     images = task.get("images")
-    for i, img in enumerate(images if isinstance(images, list) else []):
-        if not isinstance(img, Mapping) or img.get("role", "reference") != "reference":
-            continue
+    for i, name in reference_names(task).items():
+        img = images[i]
         img_meta = img.get("meta") if isinstance(img.get("meta"), Mapping) else {}
         label = img_meta.get("prelabel", img.get("prelabel"))
         if isinstance(label, Mapping):
-            out[names.get(i, f"Image_{i}")] = dict(label)
+            out[name] = dict(label)
     return out

@@ -1,9 +1,191 @@
-"""Placeholder page (issue #5)."""
+"""Verify conflict labels (VIF-Bench): one task at a time, keyboard first.
 
-from annotation.widgets import not_built
+Layout only: the controller is annotation.verify_session.VerifySession. Per conflict type
+the page shows the reference(s) next to the visual instruction they may conflict with, the
+pre-labels as editable fields, the targets in words and, once allowed (blind mode), the
+automatic decision with the rule that fired; then the verifier's verdict.
+"""
 
-not_built(
-    "Verify conflict labels",
-    "conflict-label verification for VIF-Bench tasks",
-    issue=5,
-)
+import streamlit as st
+
+from annotation import render
+from annotation import verification as vf
+from annotation.app_state import open_store
+from annotation.verify_session import VerifySession
+from annotation.widgets import inert, require
+
+TITLES = {"orientation": "Orientation", "light": "Light", "wind": "Wind", "pose": "Pose"}
+MEANING = {
+    "orientation": "Conflict when the reference subject's facing direction is clear and the "
+                   "pyramid asks for a yaw at least 60° away from it, or the other side "
+                   "(left/right flip).",
+    "light": "Conflict when a reference has distinctive lighting (neon, moonlight, spotlight, "
+             "strong backlight, coloured light...) and the task has a light arrow.",
+    "wind": "Conflict when a reference has elements that change with wind (hair, fabric, "
+            "fur, feathers, smoke, flames...) and the task has a wind arrow.",
+    "pose": "Conflict when the person has a clear, non-neutral pose in the reference and a "
+            "pose reference is attached to that person.",
+}
+
+
+def yes_no(value: object) -> str:
+    return {True: "conflict", False: "no conflict"}.get(value, "undecided")  # type: ignore
+
+
+user = require()
+store = open_store(st.session_state)
+session = VerifySession(store, user.name, st.session_state.setdefault("verify", {}))
+
+if session.task_id is None:
+    done, _ = session.progress()
+    st.title("All done")
+    st.success(f"You have verified {done} task(s); nothing is waiting for you right now.")
+    if st.button("Review my previous task", shortcut="B", icon=":material/undo:"):
+        session.back()
+        st.rerun()
+    st.stop()
+
+item = session.item
+settings = session.settings
+readings = session.readings()
+verdicts = session.verdicts()
+revealed = vf.reveal_automatic(item, readings, settings.blind)
+mine = vf.decisions_on(item, readings)
+current = session.current_check()
+done, total = session.progress()
+
+# ------------------------------------------------------------------ header
+head, bar = st.columns([3, 2], vertical_alignment="bottom")
+with head:
+    st.subheader(f"Verify conflicts · task {inert(item.task_id)}", anchor=False)
+    if session.state.get("reviewing"):
+        st.caption(":orange[Reviewing a task you already submitted: changes are kept as "
+                   "history.]")
+with bar:
+    st.progress(min(done / total, 1.0) if total else 1.0,
+                text=f"Your progress: {done} of {total} tasks")
+with st.expander("Text instruction"):
+    st.text(item.instruction)
+if not revealed:
+    st.info("**Step 1 of 2:** check each pre-label against the images and correct it where "
+            "it is wrong, then confirm your reading (Enter). The automatic decision is shown "
+            "after that.", icon=":material/visibility_off:")
+
+
+def thumb(index: int, width: int = 384) -> None:
+    image = next(im for im in item.images if im.index == index)
+    st.image(str(render.thumbnail(store, image.sha256, width)), caption=image.caption,
+             width="stretch")
+
+
+def save(index: int, attribute: str, key: str) -> None:
+    session.set_reading(index, attribute, st.session_state[key])
+
+
+# ------------------------------------------------------------------ one block per type
+for check in item.checks:
+    kind = check.conflict
+    with st.container(border=True):
+        here = " ▶" if kind == current and revealed else ""
+        st.markdown(f"#### {TITLES[kind]}{here}")
+        st.caption(MEANING[kind])
+        shown = [("ref", i) for i in check.references] + [("vi", i) for i in check.instructions]
+        grid = st.columns(4, gap="medium")
+        for n, (what, index) in enumerate(shown):
+            with grid[n % 4]:
+                thumb(index)
+                if what == "vi":
+                    continue
+                ref = item.reference(index)
+                for attr in (a for a in ref.attributes if vf.ATTRIBUTE_TYPE[a] == kind):
+                    key = f"r-{item.token}-{index}-{attr}"
+                    value = session.reading_value(index, attr)
+                    given = (index, attr) in readings
+                    help_text = (f"Pre-label: {ref.prelabel.get(attr)!r}"
+                                 + (" · your reading is saved" if given else ""))
+                    if attr == "yaw":
+                        st.slider(vf.ATTRIBUTE_LABELS[attr], -180, 180,
+                                  value=int(round(value)) if value is not None else 0,
+                                  step=5, key=key, help=help_text + ". 0 = facing the camera, "
+                                  "+90 = screen-right, -90 = screen-left, 180 = back",
+                                  on_change=save, args=(index, attr, key))
+                    else:
+                        st.checkbox(vf.ATTRIBUTE_LABELS[attr], value=bool(value), key=key,
+                                    help=help_text, on_change=save, args=(index, attr, key))
+                    before = ref.prelabel.get(attr)
+                    if given and readings[(index, attr)] != before:
+                        st.caption(f":orange[changed: the pre-label said {before!r}]")
+        if check.targets:
+            st.caption("Target of the visual instruction: " + " · ".join(
+                inert(t) for t in check.targets))
+        elif not check.instructions:
+            st.caption("(no visual-instruction image or target for this type)")
+
+        if not revealed:
+            continue
+        st.divider()
+        auto_col, verdict_col = st.columns([3, 2], gap="medium")
+        with auto_col:
+            source = "published label" if check.published is not None else "rules"
+            st.markdown(f"Automatic label ({source}): **{yes_no(check.automatic)}**")
+            st.caption(f"Rule on the pre-labels: {inert(check.rule.rule) or '–'}")
+            st.caption(f"Rule on your reading: {yes_no(mine[kind].conflict)} "
+                       f"({inert(mine[kind].rule) or '–'})")
+        with verdict_col:
+            verdict = verdicts.get(kind)
+            shortcut = kind == current
+            if check.automatic is None:
+                choices = (("Conflict", True, "A"), ("No conflict", False, "D"))
+            else:
+                choices = ((f"Agree: {yes_no(check.automatic)}", True, "A"),
+                           (f"Disagree: {yes_no(not check.automatic)}", False, "D"))
+            row = st.columns(2, gap="xsmall")
+            for col, (text, agree, key) in zip(row, choices):
+                chosen = verdict is not None and (
+                    verdict.label == agree if check.automatic is None
+                    else bool(verdict.agrees) == agree)
+                col.button(text, key=f"v-{item.token}-{kind}-{agree}", width="stretch",
+                           shortcut=key if shortcut else None,
+                           type="primary" if chosen else "secondary",
+                           on_click=session.set_verdict, args=(kind, agree))
+            if verdict is not None:
+                st.caption(f"Verified label: **{yes_no(verdict.label)}**")
+            note_key = f"n-{item.token}-{kind}"
+            st.text_input("Note (optional)", key=note_key,
+                          value=(verdict.note if verdict else session.pending_note(kind))
+                          or "",
+                          on_change=lambda k=kind, nk=note_key: session.set_note(
+                              k, st.session_state[nk]))
+
+# ------------------------------------------------------------------ actions
+def field_values() -> dict[tuple[int, str], object]:
+    """What the reading fields show now (the pre-label where the verifier changed nothing)."""
+    values = {}
+    for idx, attr in item.needed():
+        key = f"r-{item.token}-{idx}-{attr}"
+        if key in st.session_state:
+            values[(idx, attr)] = st.session_state[key]
+    return values
+
+
+actions = st.columns([2, 1, 3])
+if not revealed:
+    if actions[0].button("Confirm my reading", shortcut="Enter", type="primary",
+                         icon=":material/visibility:", width="stretch"):
+        session.confirm_readings(field_values())
+        st.rerun()
+else:
+    complete = vf.verdicts_complete(item, verdicts)
+    if actions[0].button("Submit task", shortcut="Enter", type="primary", disabled=not complete,
+                         icon=":material/done_all:", width="stretch"):
+        session.confirm_readings(field_values())  # not blind: the fields are the reading
+        session.submit()
+        st.rerun()
+    if not complete:
+        missing = [TITLES[c.conflict] for c in item.checks if c.conflict not in verdicts]
+        actions[2].caption("Verdict still needed for: " + ", ".join(missing))
+if actions[1].button("Back", shortcut="B", icon=":material/undo:", width="stretch",
+                     help="Reopen the task you submitted before this one"):
+    session.back()
+    st.rerun()
+st.caption("Keys: A agree · D disagree (on the ▶ type) · Enter confirm / submit · B back")
