@@ -40,6 +40,8 @@ elif user.role == "admin":
         "Annotate": annotate,
         "Analyze": [
             st.Page("pages/analytics.py", title="Judge validation", icon=":material/monitoring:"),
+            st.Page("pages/conflict_results.py", title="Conflict labels",
+                    icon=":material/compare_arrows:"),
         ],
     }
 else:

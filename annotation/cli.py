@@ -157,6 +157,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_conflicts(args: argparse.Namespace) -> int:
+    from annotation.conflict_results import write_conflict_report
+
+    if not Path(args.db).exists():
+        print(f"{args.db}: no such database", file=sys.stderr)
+        return 1
+    with Store.open(args.db) as store:
+        written = write_conflict_report(store, Path(args.out))
+    if not args.quiet:
+        for path in written:
+            print(path)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     db = Path(args.db) if args.db else project_files.default_demo_db()
     if not args.db:
@@ -291,6 +305,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="alt-test margin (0.2 experts, 0.15 skilled, 0.1 crowd)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("conflicts", help="verified conflict labels (JSONL) and their "
+                       "agreement tables (CSV)")
+    p.add_argument("--db", required=True)
+    p.add_argument("--out", required=True, help="folder for verified_labels.jsonl and the CSVs")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_conflicts)
 
     p = sub.add_parser("serve", help="start the app (the demo project without --db)")
     p.add_argument("--db", help="project database (default: the demo project)")

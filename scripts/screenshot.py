@@ -24,7 +24,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 PAGES = {"login": None, "overview": "Overview", "assignment": "Assignment & progress",
          "annotate": "Annotate outputs", "conflicts": "Verify conflict labels",
-         "trees": "Review diagnostic trees", "analytics": "Judge validation"}
+         "trees": "Review diagnostic trees", "analytics": "Judge validation",
+         "conflict_results": "Conflict labels"}
 
 
 def free_port() -> int:
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     if page.locator("input[aria-label='Name']").count():
                         sign_in(page, args.user, args.password)
-                    page.get_by_role("link", name=PAGES[name]).click()
+                    page.get_by_role("link", name=PAGES[name], exact=True).click()
                 wait_rendered(page)
                 path = out / f"{name}.png"
                 page.screenshot(path=str(path), full_page=True)

@@ -1,0 +1,70 @@
+"""Admin: conflict-label verification settings, progress and results (VIF-Bench).
+
+Layout only: annotation.verification (settings, progress) and annotation.conflict_results
+(tables, export) do the work; `judge-audit conflicts --db DB --out DIR` writes the same.
+"""
+
+import streamlit as st
+
+from annotation import conflict_results as cr
+from annotation import verification as vf
+from annotation.analytics import csv_bytes
+from annotation.app_state import open_store
+from annotation.widgets import require
+
+CAPTIONS = {
+    "conflict_agreement": "Automatic labels against the verified ones (majority of verifiers; "
+                          "ties left out): counts, precision, recall, agreement with its Wilson "
+                          "interval and Cohen's kappa.",
+    "verifier_agreement": "Verifiers against each other on the verified labels: Krippendorff's "
+                          "alpha (nominal) and mean pairwise agreement, over tasks verified by "
+                          "two or more people.",
+    "conflict_statistics": "VIF-Bench Section 3.2: tasks with each instruction and how many "
+                           "are conflicts, from the automatic labels (all tasks, verified tasks) "
+                           "and from the verified labels.",
+    "verified_labels": "Per task and conflict type: votes and the verified label.",
+    "published_vs_rules": "Published labels against the rules recomputed on the pre-labels: "
+                          "an inconsistent row is worth a look before verification.",
+    "verdict_history": "Every verdict ever given, superseded ones included.",
+}
+
+user = require("admin")
+store = open_store(st.session_state)
+settings = vf.get_settings(store)
+
+st.title("Conflict labels")
+done, needed = vf.overall_progress(store)
+st.progress(min(done / needed, 1.0) if needed else 1.0,
+            text=f"Verification: {done} of {needed} needed "
+                 f"({settings.overlap} verifier(s) per task, "
+                 f"{len(vf.verifiable_tasks(store))} tasks with a conflict-capable instruction)")
+
+left, right = st.columns(2)
+with left, st.form("verify-settings"):
+    st.subheader("Settings", anchor=False)
+    blind = st.toggle("Blind mode", settings.blind,
+                      help="Hide the automatic decision until the verifier has confirmed their "
+                           "own reading of the pre-labels (recommended)")
+    overlap = st.number_input("Distinct verifiers per task", 1, 20, settings.overlap)
+    minutes = st.number_input("Reservation timeout (minutes)", 1, 24 * 60,
+                              settings.reservation_minutes)
+    if st.form_submit_button("Save"):
+        vf.set_settings(store, user.name, blind=bool(blind), overlap=int(overlap),
+                        reservation_minutes=int(minutes))
+        st.rerun()
+with right:
+    st.subheader("Per verifier", anchor=False)
+    st.dataframe(vf.progress_by_verifier(store), hide_index=True, width="stretch")
+    st.download_button("Verified labels (JSONL)", cr.verified_labels_jsonl(store),
+                       file_name="verified_labels.jsonl", mime="application/jsonl",
+                       icon=":material/download:")
+
+tables = cr.conflict_tables(store)
+for name in ("conflict_agreement", "verifier_agreement", "conflict_statistics",
+             "verified_labels", "published_vs_rules", "verdict_history"):
+    st.subheader(name.replace("_", " ").capitalize(), anchor=False)
+    st.caption(CAPTIONS[name])
+    table = tables[name]
+    st.dataframe(table, hide_index=True, width="stretch")
+    st.download_button("CSV", csv_bytes(table), file_name=f"{name}.csv", mime="text/csv",
+                       key=f"csv-{name}")
