@@ -11,6 +11,7 @@ import streamlit as st
 from annotation import render
 from annotation import verification as vf
 from annotation.app_state import open_store
+from annotation.readouts import readouts
 from annotation.verify_session import VerifySession
 from annotation.widgets import inert, require
 
@@ -118,6 +119,13 @@ for check in item.checks:
         if check.targets:
             st.caption("Target of the visual instruction: " + " · ".join(
                 inert(t) for t in check.targets))
+            words = [r for r in readouts(item.meta) if r["kind"] == kind]
+            if words:
+                with st.expander("In words: dense / medium / sparse"):
+                    for r in words:
+                        st.text("\n".join(
+                            (f"{r['subject']}: " if r.get("subject") else "") + r[level]
+                            for level in ("dense", "medium", "sparse")))
         elif not check.instructions:
             st.caption("(no visual-instruction image or target for this type)")
 
