@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -46,6 +45,7 @@ from annotation.conflicts import (
     task_prelabels,
 )
 from annotation.readouts import readouts
+from annotation.routing import Tables, choose_next
 from annotation.store import Store, append_audit, dumps, now_iso
 from annotation.workflow import ItemImage
 
@@ -302,12 +302,9 @@ def verifiable_tasks(store: Store) -> list[str]:
 
 
 # ------------------------------------------------------------------------ routing
-def _personal_order(task_ids: list[str], verifier: str, seed: int) -> list[str]:
-    key = int.from_bytes(
-        hashlib.sha256(f"verify:{seed}:{verifier}".encode()).digest()[:8], "big")
-    order = list(task_ids)
-    random.Random(key).shuffle(order)
-    return order
+_TABLES = Tables(reservations="verify_reservations", submissions="verify_submissions",
+                 unit="task_id", person="verifier",
+                 answers=("prelabel_readings", "conflict_verdicts"))
 
 
 def _stamp(now: datetime | None) -> datetime:
@@ -317,52 +314,13 @@ def _stamp(now: datetime | None) -> datetime:
 def next_task(store: Store, verifier: str, now: datetime | None = None) -> str | None:
     """Choose (and reserve) the task ``verifier`` should verify now; None when done.
 
-    Same rules as :func:`annotation.workflow.next_item`, in one ``BEGIN IMMEDIATE``
-    transaction.
+    Same rules as :func:`annotation.workflow.next_item` (see :mod:`annotation.routing`).
     """
-    moment = _stamp(now)
-    stamp = moment.isoformat(timespec="microseconds")
     settings = get_settings(store)
-    eligible = verifiable_tasks(store)
-    with store.transaction() as conn:
-        submitted = dict(conn.execute(
-            "SELECT task_id, count(*) FROM verify_submissions GROUP BY task_id").fetchall())
-        mine_done = {r[0] for r in conn.execute(
-            "SELECT task_id FROM verify_submissions WHERE verifier = ?", [verifier])}
-        others: dict[str, int] = {}
-        for task_id, who in conn.execute(
-            "SELECT task_id, verifier FROM verify_reservations WHERE expires_at > ?", [stamp]
-        ):
-            if who != verifier:
-                others[task_id] = others.get(task_id, 0) + 1
-        started = [r[0] for r in conn.execute(
-            "SELECT task_id FROM (SELECT task_id, MIN(created_at) AS t FROM prelabel_readings"
-            " WHERE verifier = ? GROUP BY task_id"
-            " UNION ALL SELECT task_id, MIN(created_at) FROM conflict_verdicts"
-            " WHERE verifier = ? GROUP BY task_id"
-            " UNION ALL SELECT task_id, reserved_at FROM verify_reservations"
-            " WHERE verifier = ? AND expires_at > ?) GROUP BY task_id ORDER BY MIN(t)",
-            [verifier, verifier, verifier, stamp])]
-        eligible_set = set(eligible)
-        choice = next((t for t in started if t in eligible_set and t not in mine_done), None)
-        if choice is None:
-            rank = {t: i for i, t in enumerate(_personal_order(eligible, verifier,
-                                                                settings.seed))}
-            open_tasks = []
-            for t in eligible:
-                taken = submitted.get(t, 0) + others.get(t, 0)
-                if t not in mine_done and taken < settings.overlap:
-                    open_tasks.append((-taken, rank[t], t))
-            choice = min(open_tasks)[2] if open_tasks else None
-        if choice is not None:
-            expires = (moment + timedelta(minutes=settings.reservation_minutes)).isoformat(
-                timespec="microseconds")
-            conn.execute(
-                "INSERT INTO verify_reservations (task_id, verifier, reserved_at, expires_at)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT(task_id, verifier)"
-                " DO UPDATE SET expires_at = excluded.expires_at",
-                [choice, verifier, stamp, expires])
-    return choice
+    return choose_next(store, _TABLES, verifier, verifiable_tasks(store),
+                       overlap=settings.overlap,
+                       reservation_minutes=settings.reservation_minutes, seed=settings.seed,
+                       salt="verify", now=_stamp(now))
 
 
 def _renewal(store: Store, verifier: str, task_id: str, now: datetime | None

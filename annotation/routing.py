@@ -1,0 +1,86 @@
+"""Task routing shared by the verification and tree-review workflows.
+
+The rules are those of :func:`annotation.workflow.next_item` (Label Studio / Prodigy style
+overlap routing): a unit is offered to a person who has not submitted it while fewer than
+``overlap`` others have submitted it or hold a live reservation; the person's own
+unfinished unit comes first (resume on any machine), then units others started (so
+overlaps complete), then the person's own seeded order. The choice and its reservation
+are made in one ``BEGIN IMMEDIATE`` transaction, so two people asking at once cannot both
+take the last open slot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from annotation.store import Store
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Where a workflow keeps its reservations and submissions, and which tables hold a
+    person's answers (their first answer time marks a unit as started)."""
+
+    reservations: str
+    submissions: str
+    unit: str
+    person: str
+    answers: tuple[str, ...]
+
+
+def personal_order(units: list[str], person: str, seed: int, salt: str) -> list[str]:
+    """The person's own shuffle of the units, stable across sessions and machines."""
+    key = int.from_bytes(
+        hashlib.sha256(f"{salt}:{seed}:{person}".encode()).digest()[:8], "big")
+    order = list(units)
+    random.Random(key).shuffle(order)
+    return order
+
+
+def choose_next(store: Store, tables: Tables, person: str, eligible: list[str], *,
+                overlap: int, reservation_minutes: int, seed: int, salt: str,
+                now: datetime) -> str | None:
+    """Choose and reserve the unit ``person`` should work on now (None when done)."""
+    t = tables
+    stamp = now.isoformat(timespec="microseconds")
+    with store.transaction() as conn:
+        submitted = dict(conn.execute(
+            f"SELECT {t.unit}, count(*) FROM {t.submissions} GROUP BY {t.unit}").fetchall())
+        mine_done = {r[0] for r in conn.execute(
+            f"SELECT {t.unit} FROM {t.submissions} WHERE {t.person} = ?", [person])}
+        others: dict[str, int] = {}
+        for unit, who in conn.execute(
+            f"SELECT {t.unit}, {t.person} FROM {t.reservations} WHERE expires_at > ?", [stamp]
+        ):
+            if who != person:
+                others[unit] = others.get(unit, 0) + 1
+        parts = [f"SELECT {t.unit}, MIN(created_at) AS t FROM {a} WHERE {t.person} = ?"
+                 f" GROUP BY {t.unit}" for a in t.answers]
+        parts.append(f"SELECT {t.unit}, reserved_at FROM {t.reservations}"
+                     f" WHERE {t.person} = ? AND expires_at > ?")
+        params: list[str] = [person] * len(t.answers) + [person, stamp]
+        started = [r[0] for r in conn.execute(
+            f"SELECT {t.unit} FROM ({' UNION ALL '.join(parts)})"
+            f" GROUP BY {t.unit} ORDER BY MIN(t)", params)]
+        eligible_set = set(eligible)
+        choice = next((u for u in started if u in eligible_set and u not in mine_done), None)
+        if choice is None:
+            rank = {u: i for i, u in enumerate(personal_order(eligible, person, seed, salt))}
+            open_units = []
+            for u in eligible:
+                taken = submitted.get(u, 0) + others.get(u, 0)
+                if u not in mine_done and taken < overlap:
+                    open_units.append((-taken, rank[u], u))
+            choice = min(open_units)[2] if open_units else None
+        if choice is not None:
+            expires = (now + timedelta(minutes=reservation_minutes)).isoformat(
+                timespec="microseconds")
+            conn.execute(
+                f"INSERT INTO {t.reservations} ({t.unit}, {t.person}, reserved_at, expires_at)"
+                f" VALUES (?, ?, ?, ?) ON CONFLICT({t.unit}, {t.person})"
+                " DO UPDATE SET expires_at = excluded.expires_at",
+                [choice, person, stamp, expires])
+    return choice
