@@ -344,6 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--role", required=True, choices=auth.ROLES)
     u.add_argument("--db", required=True)
     p.set_defaults(func=cmd_user)
+
+    from annotation import tree_cli
+
+    tree_cli.add_parser(sub)  # judge-audit tree FORMULA | --db DB --task T --out DIR
     return parser
 
 

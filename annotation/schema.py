@@ -23,6 +23,10 @@ Tables (see ``docs/schema.md`` for every column):
   automatic conflict label, and the verified label), both **append-only** with
   ``supersedes`` like ``annotations``; ``verify_reservations``, ``verify_submissions`` and
   ``verify_time`` for the verification workflow.
+* Diagnostic-tree review (TRACE-Bench): ``tree_reviews`` (append-only: per failing
+  operator instance of a root output, the node where the reviewer says the failure
+  originates, a reason, an optional box and a note), ``tree_reservations`` and
+  ``tree_submissions``.
 """
 
 from __future__ import annotations
@@ -282,6 +286,44 @@ MIGRATIONS: list[str] = [
         task_id TEXT NOT NULL REFERENCES tasks(task_id),
         started_at TEXT NOT NULL,
         active_seconds REAL NOT NULL DEFAULT 0
+    );
+    """,
+    # 3 -> 4: diagnostic-tree review (issue #6).
+    """
+    CREATE TABLE tree_reviews (
+        review_id INTEGER PRIMARY KEY,
+        reviewer TEXT NOT NULL,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        instance TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        reason TEXT CHECK (reason IN ('identity_inconsistency', 'attribute_mismatch',
+            'duplication', 'source_leakage', 'missing_carrier', 'other')),
+        box TEXT,
+        note TEXT,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES tree_reviews(review_id),
+        source TEXT NOT NULL DEFAULT 'app'
+    );
+    CREATE INDEX tree_reviews_key ON tree_reviews(output_id, reviewer, instance);
+    CREATE TRIGGER tree_reviews_no_update BEFORE UPDATE ON tree_reviews
+        BEGIN SELECT RAISE(ABORT, 'tree reviews are append-only'); END;
+    CREATE TRIGGER tree_reviews_no_delete BEFORE DELETE ON tree_reviews
+        BEGIN SELECT RAISE(ABORT, 'tree reviews are append-only'); END;
+    CREATE VIEW current_tree_reviews AS
+        SELECT r.* FROM tree_reviews r
+        WHERE NOT EXISTS (SELECT 1 FROM tree_reviews s WHERE s.supersedes = r.review_id);
+    CREATE TABLE tree_reservations (
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        reviewer TEXT NOT NULL,
+        reserved_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (output_id, reviewer)
+    );
+    CREATE TABLE tree_submissions (
+        reviewer TEXT NOT NULL,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        submitted_at TEXT NOT NULL,
+        PRIMARY KEY (reviewer, output_id)
     );
     """,
 ]

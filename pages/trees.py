@@ -1,9 +1,199 @@
-"""Placeholder page (issue #6)."""
+"""Review diagnostic trees (TRACE-Bench): where does each failure at the root originate?
 
-from annotation.widgets import not_built
+Layout only: annotation.trees reads the tree, its node images and the judge's passes;
+annotation.tree_review stores the reviewer's answers and decides when the automatic
+localization may be shown (after every failing instance is answered).
+"""
 
-not_built(
-    "Review diagnostic trees",
-    "diagnostic-tree review and failure localization (TRACE-Bench)",
-    issue=6,
+import io
+
+import plotly.graph_objects as go
+import streamlit as st
+from PIL import Image
+
+from annotation import render
+from annotation import tree_review as tr
+from annotation.app_state import open_store
+from annotation.trees import (
+    automatic_localization,
+    instance_table,
+    load_tree_item,
+    question_passes,
+    task_questions,
 )
+from annotation.widgets import inert, require
+
+user = require()
+store = open_store(st.session_state)
+state = st.session_state.setdefault("trees", {})
+if state.get("reviewer") != user.name:
+    state.clear()
+    state["reviewer"] = user.name
+if "output_id" not in state:
+    state["output_id"] = tr.next_tree(store, user.name)
+    state["reviewing"] = False
+
+judge = tr.judge_for(store)
+if state["output_id"] is None or judge is None:
+    done, _ = tr.personal_progress(store, user.name)
+    st.title("All done" if judge else "No diagnostic trees")
+    if judge is None:
+        st.info("This project has no diagnostic trees with judged node outputs. Import tasks "
+                "with `meta.formula` and node outputs (`meta.node`): see "
+                "docs/bundle-format.md.")
+    else:
+        st.success(f"You have reviewed {done} tree(s); nothing is waiting for you right now.")
+    if st.button("Review my previous tree", shortcut="B", icon=":material/undo:"):
+        state["output_id"] = tr.previous_tree(store, user.name, None)
+        state["reviewing"] = True
+        st.rerun()
+    st.stop()
+
+output_id = state["output_id"]
+item = load_tree_item(store, output_id)
+passes = question_passes(store, item, judge)
+
+instances = instance_table(store, item, judge)
+failing = tr.failing_instances(store, item, judge)
+reviews = tr.my_reviews(store, user.name, output_id)
+question_text = dict(task_questions(store, item.task_id)[["question_id", "text"]].itertuples(
+    index=False))
+revealed = tr.reveal_automatic(failing, reviews)
+done, total = tr.personal_progress(store, user.name)
+
+# ------------------------------------------------------------------ header
+head, bar = st.columns([3, 2], vertical_alignment="bottom")
+with head:
+    st.subheader(f"Diagnostic tree · task {inert(item.task_id)}", anchor=False)
+    if state.get("reviewing"):
+        st.caption(":orange[Reviewing a tree you already submitted: changes are kept as "
+                   "history.]")
+with bar:
+    st.progress(min(done / total, 1.0) if total else 1.0,
+                text=f"Your progress: {done} of {total} trees")
+with st.expander("Text instruction"):
+    st.text(item.instruction)
+
+tree_col, node_col = st.columns([3, 2], gap="medium")
+node_ids = [n.id for n in item.tree.nodes]
+with node_col:
+    selected = st.segmented_control("Node", node_ids, default=node_ids[0],
+                                    key=f"node-{item.token}") or node_ids[0]
+    node = item.tree.node(selected)
+    sha = item.node_images.get(selected)
+    if sha:
+        st.image(str(render.thumbnail(store, sha, 512)), width="stretch")
+    else:
+        st.warning("No image for this node.")
+    st.code(node.formula, language=None)
+    if node.prompt:
+        st.caption("Node prompt")
+        st.text(node.prompt)
+    if node.downgrades:
+        st.caption("Downgraded to text: " + inert(", ".join(node.downgrades)))
+    mine = passes[passes.node == selected]
+    for qid in node.questions:
+        row = mine[mine.question_id == qid]
+        mark = ((":green-badge[pass]" if bool(row.passed.iloc[0]) else ":red-badge[fail]")
+                if len(row) else ":gray-badge[not judged]")
+        st.markdown(f"{mark} {inert(question_text.get(qid, qid))}")
+    st.caption(f"Passes by {inert(judge)} (the judge being audited)")
+with tree_col:
+    st.graphviz_chart(tr.tree_dot(item, passes, selected), width="content")
+
+# ------------------------------------------------------------------ the reviewer's answers
+st.markdown("#### Failures at the root")
+if not failing:
+    st.info("The judge finds no failure at the root of this tree: nothing to localize.")
+labels = {tr.PERSISTENT: "Persistent: fails at every node",
+          tr.NOT_A_FAILURE: "Not a failure: the root image is fine"}
+
+
+def save(f: tr.FailingInstance, field: str, key: str) -> None:
+    old = reviews.get(f.key)
+    values = {"origin": old.origin if old else None, "reason": old.reason if old else None,
+              "box": old.box if old else None, "note": old.note if old else None}
+    values[field] = st.session_state[key]
+    if values["origin"] is None:
+        return
+    tr.give_review(store, user.name, output_id, f.key, values["origin"],
+                   reason=values["reason"], box=values["box"], note=values["note"])
+
+
+for f in failing:
+    r = reviews.get(f.key)
+    with st.container(border=True):
+        st.markdown(f"**{inert(f.target or f.operator)}** · operator `{f.operator}`")
+        left, right = st.columns([2, 1])
+        options = tr.origin_options(item, instances, f)
+        origin_key = f"o-{item.token}-{f.key}"
+        left.selectbox("First node where it passes (the failure comes from what that step "
+                       "removed)", options, index=options.index(r.origin) if r and
+                       r.origin in options else None, key=origin_key,
+                       format_func=lambda o: labels[o] if o in labels
+                       else f"{o}: {item.tree.node(o).formula}",
+                       placeholder="Choose a node ...", on_change=save,
+                       args=(f, "origin", origin_key))
+        reason_key = f"r-{item.token}-{f.key}"
+        reasons = list(tr.REASONS)
+        right.selectbox("Failure reason", reasons,
+                        index=reasons.index(r.reason) if r and r.reason else None,
+                        key=reason_key, format_func=tr.REASONS.get,
+                        placeholder="Choose ...", disabled=r is None, on_change=save,
+                        args=(f, "reason", reason_key))
+        note_key = f"n-{item.token}-{f.key}"
+        st.text_input("Note (optional)", value=(r.note if r else "") or "", key=note_key,
+                      disabled=r is None, on_change=save, args=(f, "note", note_key))
+        if r is not None and sha:
+            with st.expander("Mark the failure on the selected node's image (box select)"):
+                image = Image.open(io.BytesIO(render.thumbnail(store, sha, 512).read_bytes()))
+                fig = go.Figure(go.Image(z=image.convert("RGB")))
+                fig.update_layout(dragmode="select", height=360, margin=dict(l=0, r=0, t=0, b=0))
+                event = st.plotly_chart(fig, on_select="rerun", selection_mode="box",
+                                        key=f"b-{item.token}-{f.key}-{selected}")
+                boxes = (event or {}).get("selection", {}).get("box", []) if event else []
+                if boxes:
+                    xs, ys = boxes[0]["x"], boxes[0]["y"]
+                    w, h = image.size
+                    box = [max(0.0, min(xs) / w), max(0.0, min(ys) / h),
+                           min(1.0, max(xs) / w), min(1.0, max(ys) / h)]
+                    if box[0] < box[2] and box[1] < box[3]:
+                        tr.give_review(store, user.name, output_id, f.key, r.origin,
+                                       reason=r.reason, box={"node": selected, "box": box},
+                                       note=r.note)
+                if r.box:
+                    st.caption(f"Box saved on {inert(r.box['node'])}: "
+                               + ", ".join(f"{v:.2f}" for v in r.box["box"]))
+
+# ------------------------------------------------------------------ after answering
+if revealed and failing:
+    st.markdown("#### Automatic localization")
+    auto = automatic_localization(store, item, judge).set_index("key")
+    for f in failing:
+        a, r = auto.loc[f.key], reviews[f.key]
+        auto_origin = a.first_pass if a.first_pass else tr.PERSISTENT
+        same = (":green-badge[same as yours]" if auto_origin == r.origin
+                else f":orange-badge[yours: {inert(r.origin)}]")
+        st.markdown(f"**{inert(f.target or f.operator)}**: {inert(str(a.category))} "
+                    f"(first pass at {inert(str(auto_origin))}) · {same}")
+    st.markdown("#### Review table")
+    st.dataframe(tr.review_table(item, failing, reviews, instances), hide_index=True,
+                 width="stretch")
+
+complete = tr.reviews_complete(failing, reviews)
+actions = st.columns([2, 1, 3])
+if actions[0].button("Submit tree", shortcut="Enter", type="primary", disabled=not complete,
+                     icon=":material/done_all:", width="stretch"):
+    tr.submit_tree(store, user.name, output_id)
+    state["output_id"] = tr.next_tree(store, user.name)
+    state["reviewing"] = False
+    st.rerun()
+if actions[1].button("Back", shortcut="B", icon=":material/undo:", width="stretch"):
+    previous = tr.previous_tree(store, user.name, output_id)
+    if previous is not None:
+        state["output_id"] = previous
+        state["reviewing"] = True
+    st.rerun()
+if not complete:
+    actions[2].caption("Choose a node and a reason for every failure to submit; the automatic "
+                       "localization is shown after that.")

@@ -70,65 +70,6 @@ def test_empty_project_says_how_to_import(tmp_path, monkeypatch):
     assert "judge-audit import" in at.info[0].value
 
 
-@pytest.mark.parametrize("page,issue", [("pages/trees.py", 6)])
-def test_placeholder_pages_say_what_is_not_built(demo_db, page, issue):
-    at = app_as().run()
-    at.switch_page(page).run()
-    assert not at.exception
-    assert f"issue #{issue}" in at.warning[0].value
-
-
-def test_home_page_counts_follow_an_import(tmp_path, monkeypatch, example_bundle):
-    db = tmp_path / "p.db"
-    with Store.open(db) as store:
-        import_path(store, example_bundle)
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
-    at = app_as().run()
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Tasks"] == "1" and metrics["Outputs"] == "2"
-    assert at.title[0].value == "Cat and microwave"
-
-
-def test_import_page_imports_a_folder_and_shows_located_errors(tmp_path, monkeypatch,
-                                                              example_bundle):
-    db = tmp_path / "p.db"
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
-    ensure_account(db, "admin", "admin")
-    at = AppTest.from_file(str(Path(APP).parent / "pages" / "import_data.py"),
-                           default_timeout=60)
-    sign_in(at.session_state, User("admin", "admin"))
-    at.run()
-    broken = tmp_path / "broken"
-    import shutil
-
-    shutil.copytree(example_bundle, broken)
-    (broken / "outputs.jsonl").write_text('{"output_id": 5}\n')
-    at.text_input[0].input(str(broken)).run()
-    [b for b in at.button if b.label == "Import the folder"][0].click().run()
-    assert "nothing was written" in at.error[0].value
-    assert "outputs.jsonl:1: output_id: must be a string" in at.code[0].value
-    with Store.open(db) as store:
-        assert store.counts()["tasks"] == 0
-    at.text_input[0].input(str(example_bundle)).run()
-    [b for b in at.button if b.label == "Import the folder"][0].click().run()
-    assert at.success[0].value.startswith("Import #")
-    with Store.open(db) as store:
-        assert store.counts()["tasks"] == 1
-        assert store.import_log().user.tolist() == ["admin"]
-
-
-def test_import_page_refuses_annotators(tmp_path, monkeypatch):
-    db = tmp_path / "p.db"
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
-    ensure_account(db, "ann", "annotator")
-    at = AppTest.from_file(str(Path(APP).parent / "pages" / "import_data.py"),
-                           default_timeout=60)
-    sign_in(at.session_state, User("ann", "annotator"))
-    at.run()
-    assert "admins only" in at.error[0].value
-    assert not at.text_input
-
-
 def test_verification_page_runs_on_the_demo(demo_db):
     at = app_as().run()
     at.switch_page("pages/conflicts.py").run()

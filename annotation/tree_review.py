@@ -1,0 +1,281 @@
+"""Human review of diagnostic trees (TRACE-Bench): where does each failure originate?
+
+For each operator instance that fails at the root of a tree (by the chosen judge), the
+reviewer marks the node where the failure originates (or ``persistent``: it fails
+everywhere, or ``not_a_failure``: the judge was wrong at the root), a failure reason from
+the paper's vocabulary (seed 002, Sec. 4.4 and the case tables of Appendix C: identity
+inconsistency, attribute mismatch, duplication, source leakage -> mis-binding, missing
+carrier, other), optionally a box on a node image, and a note. Reviews are append-only
+(``tree_reviews``: a change supersedes the previous row); routing, overlap, reservations
+and resume are those of :mod:`annotation.routing`. The automatic localization
+(:func:`annotation.trees.automatic_localization`) is for the page to reveal only once the
+reviewer has answered every failing instance (:func:`reveal_automatic`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+
+from annotation.routing import Tables, choose_next
+from annotation.store import Store, append_audit, dumps, now_iso
+from annotation.trees import (
+    TreeItem,
+    automatic_localization,
+    default_judge,
+    instance_key,
+    instance_table,
+    tree_units,
+)
+
+#: Failure reasons (seed 002, Sec. 4.4 / Appendix C case tables), stored names -> labels.
+REASONS = {
+    "identity_inconsistency": "Identity inconsistency",
+    "attribute_mismatch": "Attribute mismatch",
+    "duplication": "Duplication",
+    "source_leakage": "Source leakage → mis-binding",
+    "missing_carrier": "Missing carrier",
+    "other": "Other",
+}
+PERSISTENT = "persistent"
+NOT_A_FAILURE = "not_a_failure"
+DEFAULT_OVERLAP = 1
+DEFAULT_RESERVATION_MINUTES = 30
+_SETTINGS_KEY = "tree_review"
+_TABLES = Tables(reservations="tree_reservations", submissions="tree_submissions",
+                 unit="output_id", person="reviewer", answers=("tree_reviews",))
+
+
+@dataclass(frozen=True)
+class TreeSettings:
+    """``judge``: whose node answers define pass/fail (None: :func:`default_judge`)."""
+
+    overlap: int = DEFAULT_OVERLAP
+    reservation_minutes: int = DEFAULT_RESERVATION_MINUTES
+    seed: int = 0
+    judge: str | None = None
+
+
+def get_settings(store: Store) -> TreeSettings:
+    raw = json.loads(store.project_info().get(_SETTINGS_KEY, "{}"))
+    return TreeSettings(**{k: v for k, v in raw.items()
+                           if k in TreeSettings.__dataclass_fields__})
+
+
+def set_settings(store: Store, actor: str, **changes: Any) -> TreeSettings:
+    settings = TreeSettings(**(get_settings(store).__dict__ | changes))
+    if settings.overlap < 1 or settings.reservation_minutes < 1:
+        raise ValueError("overlap and reservation_minutes must be at least 1")
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO project (key, value) VALUES (?, ?) ON CONFLICT(key)"
+            " DO UPDATE SET value = excluded.value", [_SETTINGS_KEY, dumps(settings.__dict__)])
+        append_audit(conn, actor=actor, action="tree.settings", subject=None, detail=changes)
+    return settings
+
+
+def judge_for(store: Store) -> str | None:
+    return get_settings(store).judge or default_judge(store)
+
+
+# ------------------------------------------------------------------------ what to review
+@dataclass(frozen=True)
+class FailingInstance:
+    key: str
+    operator: str
+    target: str
+
+
+def failing_instances(store: Store, item: TreeItem, judge: str) -> list[FailingInstance]:
+    """Operator instances the judge fails at the root, in checklist order."""
+    table = instance_table(store, item, judge)
+    root = table[(table.node == item.tree.nodes[0].id) & ~table.passed.astype(bool)]
+    return [FailingInstance(instance_key(op, t), op, t)
+            for op, t in root[["operator", "target"]].itertuples(index=False)]
+
+
+def _stamp(now: datetime | None) -> datetime:
+    return now or datetime.now(UTC)
+
+
+def next_tree(store: Store, reviewer: str, now: datetime | None = None) -> str | None:
+    """Choose (and reserve) the root output ``reviewer`` should review now; None when done."""
+    settings = get_settings(store)
+    return choose_next(store, _TABLES, reviewer, tree_units(store), overlap=settings.overlap,
+                       reservation_minutes=settings.reservation_minutes, seed=settings.seed,
+                       salt="tree", now=_stamp(now))
+
+
+# ------------------------------------------------------------------------ answers
+@dataclass(frozen=True)
+class Review:
+    instance: str
+    origin: str
+    reason: str | None
+    box: dict[str, Any] | None
+    note: str | None
+
+
+def give_review(store: Store, reviewer: str, output_id: str, instance: str, origin: str, *,
+                reason: str | None = None, box: Mapping[str, Any] | None = None,
+                note: str | None = None, now: datetime | None = None) -> int:
+    """Record the reviewer's localization of one failing instance (appended; supersedes a
+    different earlier review; an identical one writes nothing). ``box``: ``{"node": id,
+    "box": [x0, y0, x1, y1]}`` in 0..1 image coordinates."""
+    if not origin:
+        raise ValueError("origin must be a node id, 'persistent' or 'not_a_failure'")
+    if reason is not None and reason not in REASONS:
+        raise ValueError(f"reason must be one of {', '.join(REASONS)}")
+    box_text = None
+    if box is not None:
+        coords = box.get("box")
+        if (not isinstance(coords, (list, tuple)) or len(coords) != 4
+                or not all(isinstance(v, (int, float)) and 0 <= v <= 1 for v in coords)
+                or not (coords[0] < coords[2] and coords[1] < coords[3])):
+            raise ValueError("box must be [x0, y0, x1, y1] within 0..1 with x0 < x1, y0 < y1")
+        box_text = dumps({"node": str(box.get("node")), "box": [float(v) for v in coords]})
+    note = (note or "").strip() or None
+    settings = get_settings(store)
+    stamp = _stamp(now)
+    with store.transaction() as conn:
+        current = conn.execute(
+            "SELECT review_id, origin, reason, box, note FROM current_tree_reviews"
+            " WHERE reviewer = ? AND output_id = ? AND instance = ?",
+            [reviewer, output_id, instance]).fetchone()
+        if current is not None and tuple(current[1:]) == (origin, reason, box_text, note):
+            return int(current[0])
+        cur = conn.execute(
+            "INSERT INTO tree_reviews (reviewer, output_id, instance, origin, reason, box,"
+            " note, created_at, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [reviewer, output_id, instance, origin, reason, box_text, note,
+             stamp.isoformat(timespec="microseconds"),
+             None if current is None else current[0]])
+        conn.execute(
+            "UPDATE tree_reservations SET expires_at = ? WHERE output_id = ? AND reviewer = ?",
+            [(stamp + timedelta(minutes=settings.reservation_minutes)).isoformat(
+                timespec="microseconds"), output_id, reviewer])
+        return int(cur.lastrowid or 0)
+
+
+def my_reviews(store: Store, reviewer: str, output_id: str) -> dict[str, Review]:
+    return {
+        r[0]: Review(r[0], r[1], r[2], None if r[3] is None else json.loads(r[3]), r[4])
+        for r in store.conn.execute(
+            "SELECT instance, origin, reason, box, note FROM current_tree_reviews"
+            " WHERE reviewer = ? AND output_id = ?", [reviewer, output_id])
+    }
+
+
+def reviews_complete(failing: list[FailingInstance], reviews: Mapping[str, Review]) -> bool:
+    """Every failing instance localized, with a reason unless it is not a failure."""
+    for f in failing:
+        r = reviews.get(f.key)
+        if r is None or (r.origin != NOT_A_FAILURE and r.reason is None):
+            return False
+    return True
+
+
+def reveal_automatic(failing: list[FailingInstance], reviews: Mapping[str, Review]) -> bool:
+    """The automatic localization may be shown once every failing instance is answered."""
+    return reviews_complete(failing, reviews)
+
+
+def submit_tree(store: Store, reviewer: str, output_id: str) -> None:
+    with store.transaction() as conn:
+        conn.execute("INSERT OR IGNORE INTO tree_submissions (reviewer, output_id,"
+                     " submitted_at) VALUES (?, ?, ?)", [reviewer, output_id, now_iso()])
+        conn.execute("DELETE FROM tree_reservations WHERE output_id = ? AND reviewer = ?",
+                     [output_id, reviewer])
+        append_audit(conn, actor=reviewer, action="tree.submit", subject=output_id)
+
+
+def previous_tree(store: Store, reviewer: str, current: str | None) -> str | None:
+    done = [r[0] for r in store.conn.execute(
+        "SELECT output_id FROM tree_submissions WHERE reviewer = ? ORDER BY submitted_at, rowid",
+        [reviewer])]
+    if current in done:
+        i = done.index(current)
+        return done[i - 1] if i > 0 else None
+    return done[-1] if done else None
+
+
+def personal_progress(store: Store, reviewer: str) -> tuple[int, int]:
+    settings = get_settings(store)
+    units = tree_units(store)
+    counts = dict(store.conn.execute(
+        "SELECT output_id, count(*) FROM tree_submissions GROUP BY output_id").fetchall())
+    mine = {r[0] for r in store.conn.execute(
+        "SELECT output_id FROM tree_submissions WHERE reviewer = ?", [reviewer])}
+    done = sum(1 for u in units if u in mine)
+    open_to_me = sum(1 for u in units if u not in mine and counts.get(u, 0) < settings.overlap)
+    return done, done + open_to_me
+
+
+def review_table(item: TreeItem, failing: list[FailingInstance], reviews: Mapping[str, Review],
+                 instances: pd.DataFrame) -> pd.DataFrame:
+    """The paper's per-case review table: Element | Operator | Result | Failure reason
+    (Result: the judge's pass/fail at the root; reason: the reviewer's, with the origin)."""
+    root = instances[instances.node == item.tree.nodes[0].id]
+    rows = []
+    for op, target, passed in root[["operator", "target", "passed"]].itertuples(index=False):
+        key = instance_key(op, target)
+        r = reviews.get(key)
+        reason = ""
+        if r is not None:
+            where = {PERSISTENT: "persistent", NOT_A_FAILURE: "not a failure"}.get(
+                r.origin, f"originates at {r.origin}")
+            reason = f"{REASONS.get(r.reason or '', '')} ({where})".strip()
+        rows.append({"Element": target or op, "Operator": op,
+                     "Result": "pass" if passed else "fail", "Failure reason": reason})
+    return pd.DataFrame(rows, columns=["Element", "Operator", "Result", "Failure reason"])
+
+
+__all__ = [
+    "NOT_A_FAILURE", "PERSISTENT", "REASONS", "FailingInstance", "Review", "TreeSettings",
+    "automatic_localization", "failing_instances", "get_settings", "give_review",
+    "judge_for", "my_reviews", "next_tree", "personal_progress", "previous_tree",
+    "reveal_automatic", "review_table", "reviews_complete", "set_settings", "submit_tree",
+]
+
+
+def origin_options(item: TreeItem, instances: pd.DataFrame, failing: FailingInstance
+                   ) -> list[str]:
+    """Where a failure can be said to originate: every non-root node where the instance
+    was judged (it retains its questions), in tree order, then persistent / not a failure."""
+    judged = set(instances[(instances.operator == failing.operator)
+                           & (instances.target == failing.target)].node)
+    nodes = [n.id for n in item.tree.nodes[1:] if n.id in judged]
+    return nodes + [PERSISTENT, NOT_A_FAILURE]
+
+
+def _dot_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def tree_dot(item: TreeItem, passes: pd.DataFrame, selected: str | None = None) -> str:
+    """The tree as Graphviz DOT: each node with its id, formula and judged passes; each
+    edge with the rule applied and what it removed (seed 002, Figure 10's drawing)."""
+    lines = ['digraph tree {', 'rankdir=TB;',
+             'node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
+             'edge [fontname="Helvetica", fontsize=9];']
+    for n in item.tree.nodes:
+        mine = passes[passes.node == n.id]
+        ok, total = int(mine.passed.sum()), len(mine)
+        fill = "#fde2e1" if total and ok < total else "#e3f4e1" if total else "#f2f2f2"
+        pen = ', penwidth=3, color="#1f6feb"' if n.id == selected else ""
+        label = f"{n.id}\n{n.formula}\n{ok}/{total} pass" if total else f"{n.id}\n{n.formula}"
+        lines.append(f'"{_dot_text(n.id)}" [label="{_dot_text(label)}", fillcolor="{fill}"'
+                     f'{pen}];')
+    for n in item.tree.nodes:
+        if n.parent is not None:
+            removed = ", ".join(n.removed)
+            edge = f"Rule {n.rule}" + (f": −{removed}" if removed else "")
+            lines.append(f'"{_dot_text(n.parent)}" -> "{_dot_text(n.id)}" '
+                         f'[label="{_dot_text(edge)}"];')
+    lines.append("}")
+    return "\n".join(lines)
