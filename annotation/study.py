@@ -11,7 +11,9 @@ Everything the statistics need, in the shapes :mod:`annotation.stats` takes:
   ``meta.<key>`` columns (scalars only), for grouping (``--by meta.conflict``).
 
 Unparsed judge answers and superseded human answers are left out; missing outputs have no
-answers. Pure reading: no statistics here.
+answers. Diagnostic-tree node outputs (``meta.node`` other than the root, see
+:mod:`annotation.trees`) are not items of the study: their answers and judgments are left
+out (they feed the tree localization instead). Pure reading: no statistics here.
 """
 
 from __future__ import annotations
@@ -44,9 +46,13 @@ def _flat_meta(meta: str) -> dict[str, object]:
 
 def load_study(store: Store) -> StudyData:
     """Read every current answer and judgment of the project (see the module docstring)."""
+    from annotation.trees import node_output_ids
+
+    nodes = node_output_ids(store)
     annotations = store.annotations_df()
+    annotations = annotations[~annotations.output_id.isin(nodes)]
     judgments = store.judgments_df()
-    judgments = judgments[judgments.parse_status == "ok"]
+    judgments = judgments[(judgments.parse_status == "ok") & ~judgments.output_id.isin(nodes)]
     human_scores = annotations.loc[annotations.criterion.notna(),
                                    ["output_id", "annotator", "criterion", "score"]]
     human_answers = annotations.loc[annotations.question_id.notna(),
@@ -61,6 +67,7 @@ def load_study(store: Store) -> StudyData:
     outputs = store.query_df(
         "SELECT o.output_id, o.task_id, o.generator, o.missing, t.checklist_id, t.meta"
         " FROM outputs o JOIN tasks t USING (task_id) ORDER BY o.rowid")
+    outputs = outputs[~outputs.output_id.isin(nodes)].reset_index(drop=True)
     meta = pd.DataFrame([_flat_meta(m) for m in outputs.pop("meta")], index=outputs.index)
     outputs = pd.concat([outputs, meta], axis=1)
     return StudyData(

@@ -79,10 +79,12 @@ def _audit(conn: Any, actor: str | None, action: str, subject: str | None,
 
 # ------------------------------------------------------------------------ sample
 def annotatable_outputs(store: Store) -> pd.DataFrame:
-    """Outputs an annotator can work on: image at hand, not missing (sample ignored)."""
+    """Outputs an annotator can work on: image at hand, not missing, not a diagnostic-tree
+    node (``meta.node``: those are reviewed on the tree page); the sample is ignored."""
     return store.query_df(
         "SELECT output_id, task_id, generator FROM outputs"
-        " WHERE missing = 0 AND sha256 IS NOT NULL ORDER BY rowid"
+        " WHERE missing = 0 AND sha256 IS NOT NULL"
+        " AND IFNULL(json_extract(meta, '$.node'), 'N0') = 'N0' ORDER BY rowid"
     )
 
 

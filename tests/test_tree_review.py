@@ -172,3 +172,16 @@ def test_page_hides_the_automatic_localization_until_answered(tdb):
     assert len(at.dataframe) == 1  # the review table
     next(b for b in at.button if b.label == "Submit tree").click().run()
     assert at.title[0].value == "All done"
+
+
+def test_node_outputs_are_not_annotation_items_nor_study_items(tdb):
+    from annotation import workflow
+    from annotation.study import load_study
+
+    with Store.open(tdb) as store:
+        offered = set(workflow.annotatable_outputs(store).output_id)
+        study = load_study(store)
+    assert offered == {"tr1/m", "plain/m"}
+    assert set(study.outputs.output_id) == {"tr1/m", "plain/m"}
+    assert set(study.judge_answers.output_id) == {"tr1/m"}
+    assert len(study.judge_answers) == 6  # the root's six answers, not the nodes'
