@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from annotation.store import Store, append_audit, now_iso
+from annotation.store import Store, append_audit, now_iso, process_user
 
 ROLES = ("annotator", "admin")
 MIN_PASSWORD_LENGTH = 8
@@ -199,7 +199,11 @@ def _audit(
     detail: dict[str, Any] | None = None,
     at: str | None = None,
 ) -> None:
-    """Append one event to ``audit_log`` (inside the caller's transaction)."""
+    """Append one event to ``audit_log`` (inside the caller's transaction). An account
+    change whose caller named no actor is logged as made by :func:`process_user` (a failed
+    sign-in keeps ``None``: nobody was identified)."""
+    if actor is None and action.startswith("user."):
+        actor = process_user()
     append_audit(conn, actor=actor, action=action, subject=subject, detail=detail, at=at)
 
 

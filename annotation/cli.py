@@ -313,6 +313,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_conflicts)
 
+    def cmd_trees(args: argparse.Namespace) -> int:
+        """Diagnostic-tree results (annotation.tree_results): CSVs and reviews.jsonl."""
+        from annotation.tree_results import write_tree_report
+
+        if not Path(args.db).exists():
+            print(f"{args.db}: no such database", file=sys.stderr)
+            return 1
+        with Store.open(args.db) as store:
+            written = write_tree_report(store, Path(args.out))
+        if not args.quiet:
+            for path in written:
+                print(path)
+        return 0
+
+    p = sub.add_parser("trees", help="diagnostic-tree localization: Table 3, Figure 11, "
+                       "automatic vs human and human vs human agreement (CSV), reviews.jsonl")
+    p.add_argument("--db", required=True)
+    p.add_argument("--out", required=True, help="folder for reviews.jsonl and the CSVs")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_trees)
+
     p = sub.add_parser("serve", help="start the app (the demo project without --db)")
     p.add_argument("--db", help="project database (default: the demo project)")
     p.add_argument("--port", type=int, default=8501)
@@ -348,6 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
     from annotation import tree_cli
 
     tree_cli.add_parser(sub)  # judge-audit tree FORMULA | --db DB --task T --out DIR
+
+    from annotation import recovery_cli
+
+    recovery_cli.add_parsers(sub)  # judge-audit history | backup | restore
     return parser
 
 

@@ -15,6 +15,7 @@ This is the only module that speaks SQL. Everything else hands it validated reco
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -67,6 +68,36 @@ def append_audit(conn: sqlite3.Connection, *, actor: str | None, action: str,
     )
 
 
+def process_user() -> str:
+    """Who runs this process, for records whose caller named nobody: ``os:<login name>``."""
+    try:
+        return f"os:{getpass.getuser()}"
+    except Exception:  # no login name in the environment
+        return "os"
+
+
+def _create_private_file(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 if it does not exist (an existing file is left
+    as it is): the CLI has no sign-in, so whoever can read the file owns the project."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, 0o600)  # exactly 0600, whatever the umask
+    finally:
+        os.close(fd)
+
+
+def _create_private_dir(path: Path) -> None:
+    """Create the folder ``path`` with mode 0700 if it does not exist (else leave it)."""
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        return
+    path.chmod(0o700)
+
+
 class SchemaTooNew(RuntimeError):
     """The database was written by a newer judge-audit."""
 
@@ -82,9 +113,14 @@ class Store:
     # ----------------------------------------------------------------- opening
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, migrate: bool = True) -> Store:
-        """Open (creating if needed) the project database at ``path`` and migrate it."""
+        """Open (creating if needed) the project database at ``path`` and migrate it.
+
+        A database created here is readable by its owner only (0600; SQLite gives its
+        ``-wal`` and ``-shm`` files the same mode); an existing file keeps its mode.
+        """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        _create_private_file(path)
         conn = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
         )
@@ -291,7 +327,8 @@ class Store:
         ``project`` must have passed :func:`annotation.validate.check_project` against this
         store (which drops rows already stored identically). Image bytes are copied into
         the media folder first: a file there without a row is harmless, a row without its
-        file is not.
+        file is not. ``user`` (who imports) defaults to :func:`process_user`, so the import
+        log always says who.
         """
         self._copy_media(project)
         started = now_iso()
@@ -305,7 +342,7 @@ class Store:
                     started,
                     dumps(project.counts()),
                     dumps([str(w) for w in project.warnings]),
-                    user,
+                    user or process_user(),
                 ],
             )
             import_id = int(cur.lastrowid or 0)
@@ -326,6 +363,7 @@ class Store:
             target = self.media_path(f.sha256, f.format)
             if target.exists() and target.stat().st_size == f.size_bytes:
                 continue
+            _create_private_dir(self.media_dir)
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(target.suffix + ".part")
             shutil.copyfile(f.source, tmp)
