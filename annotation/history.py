@@ -14,6 +14,14 @@
   question), workflow settings and samples (``workflow.settings``, ``workflow.sample``) and
   whatever else the storage layer logs (e.g. ``verify.*``), with ``detail`` as JSON.
 * ``imports``: each import (``import``), with who ran it and what it wrote.
+* the verification and review tables, also append-only: ``prelabel_readings``
+  (``reading`` / ``reading.change``: item = task, ``question_id`` = ``Image_<k>.<attribute>``,
+  ``answer`` = the value as JSON), ``conflict_verdicts`` (``verdict`` / ``verdict.change``:
+  item = task, ``question_id`` = conflict type, ``answer`` = ``conflict`` / ``no conflict``,
+  ``detail`` with the automatic label and agreement) and ``tree_reviews`` (``tree_review``
+  / ``tree_review.change``: item = root output, ``question_id`` = operator instance,
+  ``answer`` = the origin node, ``detail`` with reason and box). Their row ids and the row
+  they supersede are in ``detail``.
 
 Columns: ``at`` (UTC ISO 8601 as stored), ``who``, ``event``, ``annotator`` (the
 annotator or account the event is about), ``item`` (output id), ``question_id``,
@@ -86,16 +94,47 @@ def _imports(store: Store) -> pd.DataFrame:
     return df.drop(columns=["src", "format", "counts", "finished_at"])
 
 
+def _changes(df: pd.DataFrame, event: str, source: str) -> pd.DataFrame:
+    df.insert(2, "event", df.pop("supersedes_id").notna().map(
+        {True: f"{event}.change", False: event}))
+    df["source"] = source
+    return df
+
+
+def _verification(store: Store) -> list[pd.DataFrame]:
+    readings = store.query_df(
+        "SELECT created_at AS at, verifier AS who, verifier AS annotator, task_id AS item,"
+        " 'Image_' || image_idx || '.' || attribute AS question_id, value AS answer,"
+        " supersedes AS supersedes_id, json_object('reading_id', reading_id, 'supersedes',"
+        " supersedes) AS detail FROM prelabel_readings ORDER BY reading_id")
+    verdicts = store.query_df(
+        "SELECT created_at AS at, verifier AS who, verifier AS annotator, task_id AS item,"
+        " conflict AS question_id, CASE label WHEN 1 THEN 'conflict' ELSE 'no conflict' END"
+        " AS answer, note, supersedes AS supersedes_id, json_object('verdict_id', verdict_id,"
+        " 'supersedes', supersedes, 'automatic', automatic, 'agrees', agrees, 'blind', blind)"
+        " AS detail FROM conflict_verdicts ORDER BY verdict_id")
+    reviews = store.query_df(
+        "SELECT created_at AS at, reviewer AS who, reviewer AS annotator, output_id AS item,"
+        " instance AS question_id, origin AS answer, note, supersedes AS supersedes_id,"
+        " json_object('review_id', review_id, 'supersedes', supersedes, 'reason', reason,"
+        " 'box', json(box)) AS detail FROM tree_reviews ORDER BY review_id")
+    return [_changes(readings, "reading", "prelabel_readings"),
+            _changes(verdicts, "verdict", "conflict_verdicts"),
+            _changes(reviews, "tree_review", "tree_reviews")]
+
+
 def history(store: Store, annotator: str | None = None, item: str | None = None
             ) -> pd.DataFrame:
     """Every answer (current and superseded), flag, submission, account and role change,
-    sign-in, settings change and import, with who and when, oldest first.
+    sign-in, settings change, import, pre-label reading, conflict verdict and tree review,
+    with who and when, oldest first.
 
     ``annotator``: only events by or about that annotator (their answers, flags and
     submissions, changes to their account, and what they did as an admin). ``item``: only
-    events about that output (answers, flags, submissions).
+    events about that output or task (answers, flags, submissions, verification, review).
     """
-    parts = [p for p in (_answers(store), _audit(store), _imports(store)) if not p.empty]
+    parts = [p for p in (_answers(store), _audit(store), _imports(store),
+                         *_verification(store)) if not p.empty]
     if not parts:
         return pd.DataFrame(columns=COLUMNS)
     df = pd.concat([p.reindex(columns=COLUMNS) for p in parts], ignore_index=True)

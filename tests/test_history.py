@@ -168,3 +168,40 @@ def test_history_cli(project: Store, tmp_path: Path, capsys) -> None:
     assert "answer.change" in printed and "ann3" in printed
     assert main(["history", "--db", str(tmp_path / "none.db")]) == 1
     assert not (tmp_path / "none.db").exists()
+
+
+def test_history_includes_verification_and_tree_reviews(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from conflict_fixture import write_conflict_bundle
+    from tree_fixture import write_tree_bundle
+
+    from annotation import tree_review
+    from annotation import verification as vf
+    from annotation.history import history
+    from annotation.importers import import_path
+    from annotation.store import Store
+
+    with Store.open(tmp_path / "h.db") as store:
+        import_path(store, write_conflict_bundle(tmp_path / "c"))
+        import_path(store, write_tree_bundle(tmp_path / "t"))
+        vf.give_reading(store, "ann1", "c1", 0, "yaw", 30)
+        vf.give_reading(store, "ann1", "c1", 0, "yaw", -40)
+        vf.give_verdict(store, "ann1", "c1", "orientation", False, True, note="faces left")
+        tree_review.give_review(store, "rev", "tr1/m", "f|f2", "N1", reason="other")
+        events = history(store, annotator="ann1")
+        trees = history(store, item="tr1/m")
+    readings = events[events.event.str.startswith("reading")]
+    assert list(readings.event) == ["reading", "reading.change"]
+    assert list(readings.answer) == ["30.0", "-40.0"]
+    assert list(readings.question_id) == ["Image_0.yaw", "Image_0.yaw"]
+    assert json.loads(readings.detail.iloc[1])["supersedes"] == json.loads(
+        readings.detail.iloc[0])["reading_id"]
+    verdict = events[events.event == "verdict"].iloc[0]
+    assert (verdict["item"], verdict.question_id, verdict.answer, verdict.note) == (
+        "c1", "orientation", "no conflict", "faces left")
+    assert json.loads(verdict.detail)["agrees"] == 0
+    review = trees[trees.event == "tree_review"].iloc[0]
+    assert (review.who, review.question_id, review.answer) == ("rev", "f|f2", "N1")
+    assert json.loads(review.detail)["reason"] == "other"
