@@ -42,6 +42,8 @@ elif user.role == "admin":
             st.Page("pages/analytics.py", title="Judge validation", icon=":material/monitoring:"),
             st.Page("pages/conflict_results.py", title="Conflict labels",
                     icon=":material/compare_arrows:"),
+            st.Page("pages/tree_results.py", title="Tree localization",
+                    icon=":material/account_tree:"),
         ],
     }
 else:
