@@ -171,6 +171,21 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trees(args: argparse.Namespace) -> int:
+    """Diagnostic-tree results (annotation.tree_results): CSVs and reviews.jsonl."""
+    from annotation.tree_results import write_tree_report
+
+    if not Path(args.db).exists():
+        print(f"{args.db}: no such database", file=sys.stderr)
+        return 1
+    with Store.open(args.db) as store:
+        written = write_tree_report(store, Path(args.out))
+    if not args.quiet:
+        for path in written:
+            print(path)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     db = Path(args.db) if args.db else project_files.default_demo_db()
     if not args.db:
@@ -312,20 +327,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="folder for verified_labels.jsonl and the CSVs")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_conflicts)
-
-    def cmd_trees(args: argparse.Namespace) -> int:
-        """Diagnostic-tree results (annotation.tree_results): CSVs and reviews.jsonl."""
-        from annotation.tree_results import write_tree_report
-
-        if not Path(args.db).exists():
-            print(f"{args.db}: no such database", file=sys.stderr)
-            return 1
-        with Store.open(args.db) as store:
-            written = write_tree_report(store, Path(args.out))
-        if not args.quiet:
-            for path in written:
-                print(path)
-        return 0
 
     p = sub.add_parser("trees", help="diagnostic-tree localization: Table 3, Figure 11, "
                        "automatic vs human and human vs human agreement (CSV), reviews.jsonl")
