@@ -197,7 +197,9 @@ def answer_open_targets(page: Any, store: Store, output_id: str, item_no: int,
     return pressed
 
 
-def test_annotator_works_with_the_keyboard_only(tmp_path):
+def serve_and_run(tmp_path: Path, scenario: Callable[[Any, Store, int], None]) -> None:
+    """Start ``judge-audit serve`` on the demo project and run ``scenario(page, store, port)``
+    in Chromium; on failure keep a screenshot in tests/artifacts and print the server log."""
     home = tmp_path / "home"
     port = shots.free_port()
     env = dict(os.environ, JUDGE_AUDIT_HOME=str(home))
@@ -220,7 +222,7 @@ def test_annotator_works_with_the_keyboard_only(tmp_path):
                     page = browser.new_page(viewport={"width": 1280, "height": 800})
                     page.set_default_timeout(30_000)
                     try:
-                        run_scenario(page, store, port)
+                        scenario(page, store, port)
                     except BaseException:
                         ARTIFACTS.mkdir(exist_ok=True)
                         page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)
@@ -236,6 +238,52 @@ def test_annotator_works_with_the_keyboard_only(tmp_path):
     finally:
         stop(server)
         log.close()
+
+
+def test_annotator_works_with_the_keyboard_only(tmp_path):
+    serve_and_run(tmp_path, run_scenario)
+
+
+def test_verifier_confirms_agrees_disagrees_and_submits_with_keys(tmp_path):
+    serve_and_run(tmp_path, verify_scenario)
+
+
+def verify_scenario(page: Any, store: Store, port: int) -> None:
+    """Blind mode: Enter confirms the reading (the automatic label appears), A agrees on
+    the marked type, D disagrees on the next, Enter submits; each step in the database."""
+    from annotation import verification as vf
+
+    page.goto(f"http://127.0.0.1:{port}/")
+    keyboard_sign_in(page)
+    page.get_by_role("link", name="Verify conflict labels", exact=True).click()
+    page.evaluate("document.activeElement.blur()")  # the clicked menu link keeps the focus
+    task = wait_until(page, lambda: store.conn.execute(
+        "SELECT task_id FROM verify_reservations WHERE verifier = ?", [USER]).fetchone(),
+        "a task reserved for alice")[0]
+    item = vf.load_verify_item(store, task)
+    confirm = page.get_by_role("button", name="Confirm my reading")
+    wait_until(page, lambda: idle(page) and confirm.count() == 1, "the blind first step")
+    assert not page.get_by_text("Automatic label").count()
+    press(page, "Enter")
+    wait_until(page, lambda: vf.readings_complete(item, vf.my_readings(store, USER, task)),
+               "the confirmed reading in the database")
+    submit = page.get_by_role("button", name="Submit task")
+    for n, check in enumerate(item.checks):
+        key = "a" if n % 2 == 0 else "d"
+        heading = f"{check.conflict.capitalize()} ▶"
+        # the Submit button is drawn last: once it is there, the A / D buttons are too
+        wait_until(page, lambda h=heading: idle(page) and page.get_by_text(h).count() == 1
+                   and submit.count() == 1, f"the {check.conflict} type marked")
+        press(page, key)
+        wait_until(page, lambda c=check.conflict: c in vf.my_verdicts(store, USER, task),
+                   f"the {check.conflict} verdict in the database")
+        verdict = vf.my_verdicts(store, USER, task)[check.conflict]
+        if check.automatic is not None:
+            assert verdict.agrees is (key == "a")
+    wait_until(page, lambda: idle(page) and submit.count() == 1 and submit.is_enabled(),
+               "an enabled Submit button")
+    press(page, "Enter")
+    wait_until(page, lambda: vf.is_submitted(store, USER, task), f"the submission of {task}")
 
 
 def wait_next_item(page: Any, store: Store, done: list[str],
