@@ -181,11 +181,29 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
     return tables
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet may read as the start of a formula (OWASP's list for CSV injection)."""
+
+
 def _neutralize(value: object) -> object:
-    """CSV formula injection: a text cell starting with = + - @ is prefixed with '."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
+    """CSV formula injection: a text cell starting with = + - @ (or a tab or carriage
+    return) is prefixed with ``'``. Numbers are left as they are: -0.5 stays a number."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
     return value
+
+
+def neutralize_table(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with every text cell and column name neutralized (:func:`_neutralize`),
+    ready for ``to_csv``: column names can come from the data too (annotators, groups)."""
+    safe = table.map(_neutralize)
+    if isinstance(safe.columns, pd.MultiIndex):
+        safe.columns = pd.MultiIndex.from_tuples(
+            [tuple(_neutralize(part) for part in column) for column in safe.columns],
+            names=safe.columns.names)
+    else:
+        safe.columns = [_neutralize(column) for column in safe.columns]
+    return safe
 
 
 def write_report(tables: dict[str, pd.DataFrame], out: Path, *, title: str) -> list[Path]:
@@ -194,7 +212,7 @@ def write_report(tables: dict[str, pd.DataFrame], out: Path, *, title: str) -> l
     written = []
     for name, table in tables.items():
         path = out / f"{name}.csv"
-        table.map(_neutralize).to_csv(path, index=False)
+        neutralize_table(table).to_csv(path, index=False)
         written.append(path)
     path = out / "report.html"
     path.write_text(report_html(tables, title=title), encoding="utf-8")

@@ -9,12 +9,30 @@ import streamlit as st
 from annotation.app_state import current_user
 from annotation.auth import User
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#.!|<>~$:&])")
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+_LIST_MARKER = re.compile(r"^(\s*)([-+])")  # '- x', '+ x', '---': only at a line start
 
 
 def inert(text: str) -> str:
-    """Escape markdown and HTML so a label shows ``text`` literally (prompts are data)."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text.replace("\n", " "))
+    """Escape markdown and HTML so a label shows ``text`` literally (prompts are data).
+
+    One line (line breaks become spaces); every character that markdown, HTML, LaTeX,
+    entities or Streamlit's ``:directives:`` act on is escaped; ``-`` and ``+`` only where
+    they could start a list or a rule, so ``judge-audit`` stays as typed in the source.
+    """
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAK.sub(" ", text))
+    return _LIST_MARKER.sub(r"\1\\\2", escaped)
+
+
+_MARKUP_IN_MARKDOWN = re.compile(r"([\\<>\[\]$])")
+
+
+def safe_markdown(text: str) -> str:
+    """Markdown written for people (guidelines, rubrics) with its markup kept (bold, lists,
+    headings, code) but nothing active: HTML tags, links, images and LaTeX are escaped, so
+    ``<script>``, ``[x](javascript:...)`` and ``$x$`` show as the characters typed."""
+    return _MARKUP_IN_MARKDOWN.sub(r"\\\1", text)
 
 
 def require(role: str | None = None) -> User:

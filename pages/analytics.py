@@ -308,7 +308,7 @@ with tab_items:
             for i, image in enumerate(item.images):
                 with grid[i % 4]:
                     st.image(str(render.thumbnail(store, image.sha256, 256)),
-                             caption=image.short_caption, width="stretch")
+                             caption=inert(image.short_caption), width="stretch")
     with answers:
         questions = store.questions_df()
         texts = dict(zip(questions.question_id, questions.text, strict=True))

@@ -12,7 +12,7 @@ from annotation.app_state import open_store
 from annotation.checklist import group_questions
 from annotation.readouts import readouts
 from annotation.session import AnnotationSession
-from annotation.widgets import inert, require
+from annotation.widgets import inert, require, safe_markdown
 
 ANSWER_TEXT = {"yes": "Yes", "no": "No", "cant_tell": "Can't tell"}
 
@@ -27,7 +27,7 @@ if guidelines and not session.state.get("guidelines_seen"):
     if done == 0:
         st.title("Before you start")
         with st.container(border=True):
-            st.markdown(guidelines)
+            st.markdown(safe_markdown(guidelines))
         if st.button("I have read the guidelines: start", type="primary", shortcut="Enter"):
             session.state["guidelines_seen"] = True
             st.rerun()
@@ -61,7 +61,7 @@ with bar:
                 text=f"All annotators: {everyone} of {needed} annotations")
 if guidelines:
     with st.sidebar.expander("Guidelines", icon=":material/menu_book:"):
-        st.markdown(guidelines)
+        st.markdown(safe_markdown(guidelines))
 
 view, answer_panel = st.columns([4, 3], gap="medium")
 
@@ -83,13 +83,13 @@ with inputs_area:
         for i, image in enumerate(group):
             with grid[i % 2]:
                 st.image(str(render.thumbnail(store, image.sha256, 256)),
-                         caption=image.short_caption, width="stretch")
+                         caption=inert(image.short_caption), width="stretch")
 
     words = readouts(item.task_meta)
     if words:
         with st.expander("Visual instructions in words"):
             for r in words:
-                st.caption(" · ".join(p for p in (r["kind"], r.get("subject")) if p))
+                st.caption(" · ".join(inert(p) for p in (r["kind"], r.get("subject")) if p))
                 st.text(f"{r['dense']}\n{r['medium']}\n{r['sparse']}")
 
 with output_area:
@@ -113,7 +113,7 @@ with output_area:
             chosen = next(im for im in item.images if im.index == compare)
             with other_col:
                 st.image(str(render.thumbnail(store, chosen.sha256, 1024)), width="stretch",
-                         caption=chosen.caption)
+                         caption=inert(chosen.caption))
         if shapes:
             st.toggle("Layout guides", key="guides",
                       help="Draw the instructed boxes and arrows, semi-transparent, over the "
@@ -142,7 +142,7 @@ def answers_view() -> None:
         with st.container(border=True):
             heading = " · ".join(p for p in (question.operator, question.target) if p)
             if heading:
-                st.caption(heading)
+                st.caption(inert(heading))
             st.markdown(f"**{inert(question.text)}**")
             given = mine.answers.get(question.question_id)
             if given:
@@ -173,7 +173,7 @@ def answers_view() -> None:
                                args=(float(value),))
             if crit.rubric:
                 with st.expander("Rubric", expanded=True):
-                    st.markdown(crit.rubric)
+                    st.markdown(safe_markdown(crit.rubric))
 
     nav = st.columns(2)
     nav[0].button("Previous", shortcut="K", icon=":material/arrow_upward:", width="stretch",

@@ -4,15 +4,16 @@ import streamlit as st
 
 from annotation import overview
 from annotation.app_state import open_store
-from annotation.widgets import require
+from annotation.widgets import inert, require, safe_markdown
 
 require("admin")
 store = open_store(st.session_state)
 info = store.project_info()
 counts = store.counts()
 
-st.title(info.get("name", "Empty project"))
-st.caption(f"{info.get('benchmark', 'no benchmark imported yet')} · database `{store.path}`")
+st.title(inert(info.get("name", "Empty project")))
+st.caption(f"{inert(info.get('benchmark', 'no benchmark imported yet'))} · database "
+           f"`{store.path}`")
 
 if counts["tasks"] == 0:
     st.info(
@@ -48,7 +49,7 @@ with right:
     if info.get("guidelines"):
         st.subheader("Guidelines")
         with st.expander("Annotation guidelines of this project"):
-            st.markdown(info["guidelines"])
+            st.markdown(safe_markdown(info["guidelines"]))
 
 st.subheader("Import log")
 st.dataframe(overview.import_log_table(store), hide_index=True, width="stretch")

@@ -4,6 +4,7 @@ import streamlit as st
 
 from annotation.app_state import current_user, demo_mode, open_store, sign_in
 from annotation.auth import DEMO_ACCOUNTS, authenticate, oidc_configured
+from annotation.widgets import inert
 
 store = open_store(st.session_state)
 if current_user(st.session_state) is not None and st.session_state.get("home_page"):
@@ -11,7 +12,7 @@ if current_user(st.session_state) is not None and st.session_state.get("home_pag
 left, middle, right = st.columns([1, 2, 1])
 with middle:
     st.title("judge-audit")
-    st.caption(store.project_info().get("name", ""))
+    st.caption(inert(store.project_info().get("name", "")))
     if st.session_state.pop("expired", False):
         st.info("Your session expired. Please sign in again.")
     with st.form("login"):
