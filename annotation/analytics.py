@@ -23,7 +23,7 @@ import pandas as pd
 from annotation.checklist_agreement import ENSEMBLE as CHECKLIST_ENSEMBLE
 from annotation.ratings import AVERAGE, HUMAN_LOO, with_average
 from annotation.ratings import ENSEMBLE as RATINGS_ENSEMBLE
-from annotation.report import _neutralize
+from annotation.report import neutralize_table
 from annotation.stats.agreement import majority, normalize_label
 from annotation.store import Store
 from annotation.study import StudyData
@@ -372,8 +372,9 @@ def group_options(study: StudyData) -> list[str]:
 
 
 def csv_bytes(table: pd.DataFrame) -> bytes:
-    """``table`` as UTF-8 CSV, text cells starting with = + - @ prefixed with ``'``."""
-    return table.map(_neutralize).to_csv(index=False).encode("utf-8")
+    """``table`` as UTF-8 CSV; text cells and column names a spreadsheet would run as a
+    formula (= + - @ tab CR first) get a ``'`` (:func:`annotation.report.neutralize_table`)."""
+    return neutralize_table(table).to_csv(index=False).encode("utf-8")
 
 
 def float_columns(table: pd.DataFrame) -> list[str]:

@@ -75,7 +75,7 @@ if not revealed:
 
 def thumb(index: int, width: int = 384) -> None:
     image = next(im for im in item.images if im.index == index)
-    st.image(str(render.thumbnail(store, image.sha256, width)), caption=image.caption,
+    st.image(str(render.thumbnail(store, image.sha256, width)), caption=inert(image.caption),
              width="stretch")
 
 

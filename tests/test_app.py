@@ -12,7 +12,6 @@ from streamlit.testing.v1 import AppTest
 from annotation.app_state import sign_in
 from annotation.auth import User
 from annotation.cli import main
-from annotation.importers import import_path
 from annotation.store import Store
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")

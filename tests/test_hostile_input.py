@@ -316,8 +316,6 @@ def test_conflicts_page_renders_hostile_text_inert_except_image_captions(tmp_pat
     assert [leak for leak in leaks if not leak.startswith("ImageList.imgs.caption")] == []
 
 
-@pytest.mark.xfail(strict=True, reason="pages/conflicts.py: st.image(caption=image.caption) "
-                   "renders an image label as markdown; use inert(image.caption)")
 def test_conflicts_page_image_captions_are_escaped(tmp_path, monkeypatch):
     db = tmp_path / "verify.db"
     with Store.open(db) as store:
@@ -488,10 +486,6 @@ def test_neutralize_table_covers_column_names():
     assert list(neutralize_table(two).columns) == [("'+a", "'-b")]
 
 
-@pytest.mark.xfail(strict=True, reason="annotation/analytics.py csv_bytes neutralizes cells but "
-                   "not column names, and some downloads have data in their column names "
-                   "(annotators in the drill-down, groups in agreement by group); use "
-                   "annotation.report.neutralize_table")
 def test_analytics_csv_downloads_neutralize_column_names():
     from annotation.analytics import csv_bytes
 

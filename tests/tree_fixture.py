@@ -42,7 +42,7 @@ def write_tree_bundle(root: Path, *, explicit_nodes: bool = False) -> Path:
     colors = iter(["red", "blue", "green", "orange", "purple", "brown", "pink", "gray",
                    "cyan", "yellow", "olive", "navy", "teal"])
     images = []
-    for i, name in enumerate(("dog", "hat", "cat", "style")):
+    for name in ("dog", "hat", "cat", "style"):
         path = f"images/{name}.png"
         make_image(root / path, size=(80, 80), color=next(colors))
         images.append({"path": path, "role": "reference", "label": name})
