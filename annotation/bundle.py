@@ -10,8 +10,10 @@ source format alike. :func:`write_bundle` writes a store's content back as a bun
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 import shutil
 import stat
 import tempfile
@@ -22,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from annotation import vi_draw
 from annotation.images import BadImage, BadPath, ImageProber, resolve_inside
 from annotation.records import (
     HUMAN_ANSWERS,
@@ -42,6 +45,7 @@ from annotation.records import (
     Task,
     TaskImage,
 )
+from annotation.validate import prelabel_problems, task_meta_problems
 
 FORMAT = "judge-audit-bundle/1"
 MAX_TEXT = 1_000_000  # characters in one text field
@@ -217,14 +221,20 @@ def normalize_time(value: str) -> str:
 
 
 # --------------------------------------------------------------------------- reading
-def read_bundle_dir(root: Path, source: str | None = None) -> ProjectData:
-    """Read a bundle folder into records; raise :class:`ImportRefused` on any error."""
+def read_bundle_dir(root: Path, source: str | None = None,
+                    work_dir: Path | None = None) -> ProjectData:
+    """Read a bundle folder into records; raise :class:`ImportRefused` on any error.
+
+    Visual instructions drawn from their task's meta (an image entry without ``path``) are
+    written into ``work_dir``, which must outlive the records (:func:`open_bundle` passes a
+    temporary folder); without one, a new temporary folder is made when needed.
+    """
     rd = _Reader()
     probe = ImageProber()
     project = ProjectData(name="", benchmark="", source=source or str(root), format="bundle")
     try:
         _read_header(root, rd, project)
-        _read_tasks(root, rd, project, probe)
+        _read_tasks(root, rd, project, probe, _Renderer(work_dir))
         _read_outputs(root, rd, project, probe)
         _read_judgments(root, rd, project)
         _read_annotations(root, rd, project)
@@ -338,7 +348,36 @@ def _image_path(rd: _Reader, root: Path, probe: ImageProber, rel: Any,
         return None
 
 
-def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProber) -> None:
+class _Renderer:
+    """Draws visual instructions from their task's meta into a work folder (one import)."""
+
+    def __init__(self, work_dir: Path | None) -> None:
+        self.work_dir = work_dir
+        self.count = 0
+
+    def __call__(self, kind: str, meta: dict[str, Any], probe: ImageProber):
+        image = vi_draw.draw_from_meta(kind, meta)
+        if self.work_dir is None:
+            self.work_dir = Path(tempfile.mkdtemp(prefix="judge-audit-render-"))
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.count += 1
+        path = self.work_dir / f"vi-{self.count}.png"
+        image.save(path, format="PNG")
+        return probe(path)
+
+
+def rendered_path(task_id: str, index: int, kind: str) -> str:
+    """The path recorded for a visual instruction drawn from its task's meta (and written
+    there by export): ``rendered/<task id>/Image_<index>_<kind>.png``. A task id that is not
+    safe as a folder name is replaced by a safe form plus a short hash of the id."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id).strip("._") or "task"
+    if safe != task_id:
+        safe = f"{safe[:80]}-{hashlib.sha256(task_id.encode()).hexdigest()[:8]}"
+    return f"rendered/{safe}/Image_{index}_{kind.replace('+', '_')}.png"
+
+
+def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProber,
+                render: _Renderer) -> None:
     name = "tasks.jsonl"
     checklists: dict[str, list[tuple]] = {}
     for number, obj in _jsonl(root, name, rd, required=True):
@@ -352,6 +391,9 @@ def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProbe
         if not isinstance(images, list):
             rd.error(*where, "images", f"must be a list, not {_type(images)}")
             images = []
+        meta_problems = task_meta_problems(meta, len(images))
+        for fld, message in meta_problems:
+            rd.error(*where, fld, message)
         task_images = []
         for i, item in enumerate(images):
             prefix = f"images[{i}]."
@@ -362,14 +404,36 @@ def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProbe
             role = rd.enum(item, "role", ROLES, where, prefix)
             kind = rd.text(item, "kind", where, prefix, required=False)
             label = rd.text(item, "label", where, prefix, required=False, nonempty=False)
-            if "path" not in item:
+            image_meta = rd.meta(item, where, prefix)
+            if "prelabel" in image_meta:
+                for fld, message in prelabel_problems(image_meta["prelabel"],
+                                                      prefix + "meta.prelabel"):
+                    rd.error(*where, fld, message)
+            rel = item.get("path")
+            if (rel is None and role == "visual_instruction" and kind in vi_draw.SPEC_KEYS
+                    and task_id is not None):
+                if meta_problems:  # reported above; nothing valid to draw from
+                    continue
+                key = vi_draw.SPEC_KEYS[kind]
+                try:
+                    file = render(kind, meta, probe)
+                except vi_draw.MissingSpec as exc:
+                    rd.error(*where, prefix + "path", f"missing, and {exc}")
+                    continue
+                except (ValueError, BadImage) as exc:
+                    rd.error(*where, prefix + "path", f"cannot draw it from meta.{key}: {exc}")
+                    continue
+                rel = rendered_path(task_id, i, kind)
+                image_meta = {**image_meta, "rendered_from": f"meta.{key}"}
+            elif "path" not in item:
                 rd.error(*where, prefix + "path", "missing")
                 continue
-            file = _image_path(rd, root, probe, item["path"], where, prefix + "path")
+            else:
+                file = _image_path(rd, root, probe, rel, where, prefix + "path")
             if file is None or role is None or task_id is None:
                 continue
-            task_images.append(TaskImage(task_id, i, role, item["path"], file, kind, label,
-                                         rd.meta(item, where, prefix), origin=where))
+            task_images.append(TaskImage(task_id, i, role, rel, file, kind, label,
+                                         image_meta, origin=where))
         questions = obj.get("questions")
         parsed: list[Question] = []
         if questions is not None:
@@ -614,12 +678,13 @@ def _extract_zip(archive: Path, dest: Path) -> Path:
 @contextmanager
 def open_bundle(path: Path) -> Iterator[ProjectData]:
     """Read a bundle folder or zip; the records' image sources stay valid inside the block."""
-    if path.is_dir():
-        yield read_bundle_dir(path, str(path))
-        return
-    with tempfile.TemporaryDirectory(prefix="judge-audit-zip-") as tmp:
-        root = _extract_zip(path, Path(tmp))
-        yield read_bundle_dir(root, str(path))
+    with tempfile.TemporaryDirectory(prefix="judge-audit-render-") as drawn:
+        if path.is_dir():
+            yield read_bundle_dir(path, str(path), Path(drawn))
+            return
+        with tempfile.TemporaryDirectory(prefix="judge-audit-zip-") as tmp:
+            root = _extract_zip(path, Path(tmp))
+            yield read_bundle_dir(root, str(path), Path(drawn))
 
 
 # ------------------------------------------------------------------------------ writing

@@ -1,10 +1,18 @@
 """A synthetic, deterministic demo bundle: VIF-Bench style tasks with TRACE-style checklists.
 
 :func:`build_demo_bundle` writes a complete bundle (``docs/bundle-format.md``) so every page
-of the app has something real to show without any download: six multi-reference tasks with
+of the app has something real to show without any download: nine multi-reference tasks with
 drawn reference images and visual instructions (:mod:`annotation.vi_draw`), outputs of three
 generators with deliberate flaws, the scores and yes/no answers of three VLM judges (with
 VIF-style raw text) and the answers of three human annotators, including corrected answers.
+
+Every reference carries VIF-Bench conflict pre-labels (``meta.prelabel``: yaw and its
+reliability, ``light_distinctive``, ``wind_responsive``, ``pose_distinctive``, ``notes``,
+``source``), and every task its published labels ``meta.conflicts``, computed here with the
+rules of :mod:`annotation.conflicts` from those pre-labels, as the benchmark's pipeline did.
+Together the tasks make every rule fire, with the borderline cases of Appendix C.4 (see
+:data:`SUBJECTS` and the tasks ``demo-07`` to ``demo-09``). Two pre-labels are wrong on
+purpose, so a verifier has something to correct (:data:`WRONG_PRELABELS`).
 
 Everything is synthetic. Each output has hidden "true" scores derived from the flaws drawn
 into it (``meta.defects`` names them); judges and annotators see that truth through seeded
@@ -27,6 +35,7 @@ from typing import Any
 from PIL import Image, ImageChops, ImageDraw, ImageFilter
 
 from annotation import vi_draw
+from annotation.conflicts import CONFLICT_KEYS, task_conflicts, task_prelabels
 
 SEED = 20260302
 SIZE = 512  # every image of the bundle is SIZE x SIZE
@@ -456,8 +465,27 @@ POSE_TARGET: dict[str, list[float]] = {
     "l_knee": [0.60, 0.72],
     "l_ankle": [0.66, 0.87],
 }
+#: The dancer's own (distinctive) pose in its reference: arms spread up, right knee raised.
+DANCER_POSE: dict[str, list[float]] = {
+    "r_elbow": [0.30, 0.27],
+    "r_wrist": [0.21, 0.19],
+    "l_elbow": [0.70, 0.27],
+    "l_wrist": [0.79, 0.19],
+    "r_knee": [0.36, 0.65],
+    "r_ankle": [0.46, 0.73],
+}
+SOURCE = "demo VLM"
 
 #: Subjects: how to draw each one, which way its reference faces, its pre-labels.
+#:
+#: Yaw is the facing of the reference (the *source* of the orientation rule); the pyramid
+#: targets of the tasks stay inside VIF-Bench's |yaw| < 60 (Appendix C.3). Borderline
+#: cases of the rule (C.4): ``tabby`` (80) against targets 20 (exactly 60 apart: conflict,
+#: demo-07) and 21 (59 apart, same side: none, demo-08); ``mug`` (30) against -20 (50 apart
+#: but left/right flipped: conflict, the paper's own example, demo-07); ``dancer`` (350, a
+#: 0-360 reading of -10) against 10 (20 apart across the front, opposite sides: conflict,
+#: demo-09); ``kitten`` (unreliable: never a conflict, although -40 against 35 would flip,
+#: demo-08).
 SUBJECTS: dict[str, dict[str, Any]] = {
     "cat": {
         "file": "cat",
@@ -467,9 +495,10 @@ SUBJECTS: dict[str, dict[str, Any]] = {
         "prelabel": {
             "yaw": -35,
             "yaw_reliable": True,
-            "lighting_distinctive": False,
+            "light_distinctive": False,
             "wind_responsive": True,
             "pose_distinctive": False,
+            "notes": "red cat in profile, facing left; fur",
         },
     },
     "mug": {
@@ -480,9 +509,10 @@ SUBJECTS: dict[str, dict[str, Any]] = {
         "prelabel": {
             "yaw": 30,
             "yaw_reliable": True,
-            "lighting_distinctive": False,
+            "light_distinctive": False,
             "wind_responsive": False,
             "pose_distinctive": False,
+            "notes": "blue mug, handle on the right",
         },
     },
     "tree": {
@@ -493,9 +523,10 @@ SUBJECTS: dict[str, dict[str, Any]] = {
         "prelabel": {
             "yaw": None,
             "yaw_reliable": False,
-            "lighting_distinctive": False,
+            "light_distinctive": False,
             "wind_responsive": True,
             "pose_distinctive": False,
+            "notes": "tree: no facing direction; leaves",
         },
     },
     "person": {
@@ -506,12 +537,74 @@ SUBJECTS: dict[str, dict[str, Any]] = {
         "prelabel": {
             "yaw": 0,
             "yaw_reliable": True,
-            "lighting_distinctive": False,
+            "light_distinctive": False,
             "wind_responsive": True,
             "pose_distinctive": False,
+            "notes": "person standing still, facing the camera; scarf, hair",
+        },
+    },
+    "tabby": {
+        "file": "tabby",
+        "kind": "main",
+        "category": "animal",
+        "facing": "right",
+        "prelabel": {
+            "yaw": 80,
+            "yaw_reliable": True,
+            "light_distinctive": False,
+            "wind_responsive": False,  # wrong on purpose: see WRONG_PRELABELS
+            "pose_distinctive": False,
+            "notes": "orange cat, turned to the right",
+        },
+    },
+    "kitten": {
+        "file": "kitten",
+        "kind": "main",
+        "category": "animal",
+        "facing": "left",
+        "prelabel": {
+            "yaw": -40,
+            "yaw_reliable": False,
+            "light_distinctive": False,
+            "wind_responsive": True,
+            "pose_distinctive": False,
+            "notes": "grey cat, photo out of focus",
+        },
+    },
+    "dancer": {
+        "file": "dancer",
+        "kind": "main",
+        "category": "person",
+        "facing": "right",
+        "prelabel": {
+            "yaw": 350,
+            "yaw_reliable": True,
+            "light_distinctive": False,
+            "wind_responsive": True,
+            "pose_distinctive": True,
+            "notes": "person dancing: arms spread up, one knee raised",
         },
     },
 }
+#: Pre-labels of the background scenes and sub-references (light and wind only).
+SCENE_PRELABELS: dict[str, dict[str, Any]] = {
+    "night_city": {"light_distinctive": True, "wind_responsive": False,
+                   "notes": "night street, neon sign, lit windows"},
+    "meadow": {"light_distinctive": False, "wind_responsive": False, "notes": "sunny meadow"},
+    "beach": {"light_distinctive": True, "wind_responsive": False,  # wrong on purpose
+              "notes": "beach, sea on the horizon"},
+    "shirt": {"wind_responsive": True, "notes": "striped T-shirt laid flat"},
+}
+#: Pre-labels that are wrong on purpose, for verifiers to correct (their notes say nothing
+#: of it): (reference, field, value the drawn image supports, tasks whose published label
+#: the error flips). The tabby cat has fur, which wind moves: the published wind label of
+#: demo-07 (a wind arrow) is False where the image supports True. The beach is lit by
+#: ordinary daylight: the published light label of demo-08 (a light arrow) is True where
+#: the image supports False.
+WRONG_PRELABELS: tuple[tuple[str, str, Any, tuple[str, ...]], ...] = (
+    ("tabby", "wind_responsive", True, ("demo-07",)),
+    ("beach", "light_distinctive", False, ("demo-08",)),
+)
 
 
 @dataclass
@@ -732,14 +825,6 @@ TASKS: tuple[TaskSpec, ...] = (
             "gpt-image-1": ["duplicate:cat"],
             "qwen-image-edit": ["no_light"],
         },
-        extra_meta={
-            "conflicts": {
-                "orientation_conflict": True,
-                "light_conflict": True,
-                "wind_conflict": False,
-                "pose_conflict": False,
-            }
-        },
     ),
     TaskSpec(
         task_id="demo-04",
@@ -946,13 +1031,185 @@ TASKS: tuple[TaskSpec, ...] = (
             "gpt-image-1": ["pattern_leak"],
             "qwen-image-edit": ["wrong_orientation:mug", "no_pattern"],
         },
-        extra_meta={
-            "conflicts": {
-                "orientation_conflict": True,
-                "light_conflict": False,
-                "wind_conflict": False,
-                "pose_conflict": False,
-            }
+    ),
+    # demo-07..09: the borderline cases of the conflict rules (see SUBJECTS).
+    TaskSpec(
+        task_id="demo-07",
+        instruction="On the night street of Image_2, the orange tabby cat of Image_0 sits "
+        "beside the blue mug of Image_1, each in its box of Image_3 (red box: cat, blue box: "
+        "mug). Turn them as the pyramids of Image_4 show (the orange base is the front): the "
+        "cat faces screen-right, slightly up; the mug faces slightly left and down. A breeze "
+        f"blows from the left, as the cyan arrow of Image_5 shows. {NO_MARKS}",
+        refs=[("tabby", "orange tabby cat"), ("mug", "blue mug"),
+              ("scene:night_city", "night street")],
+        layout=[("tabby", [0.06, 0.44, 0.52, 0.92]), ("mug", [0.60, 0.56, 0.90, 0.90])],
+        formula="C(f1⊕g_view1, f2⊕g_view2)⊕g_bg⊕g_vfx",
+        background="night_city",
+        orientation=[
+            {"subject": "tabby", "yaw": 20, "pitch": 10},
+            {"subject": "mug", "yaw": -20, "pitch": -15},
+        ],
+        arrows=[{"kind": "wind", "start": [0.08, 0.30], "end": [0.70, 0.38]}],
+        questions=[
+            Q(
+                "Is the orange tabby cat of Image_0 present?",
+                "f",
+                "f1",
+                "the tabby cat is there",
+                "the cat is missing or different",
+                ("missing:tabby", "identity:tabby"),
+            ),
+            Q(
+                "Is the blue mug of Image_1 present?",
+                "f",
+                "f2",
+                "the blue mug is there",
+                "the mug is missing or different",
+                ("missing:mug", "identity:mug"),
+            ),
+            Q(
+                "Does the cat face screen-right, as its pyramid in Image_4 shows?",
+                "⊕",
+                "f1⊕g_view1",
+                "the cat faces right",
+                "the cat faces left, against its pyramid",
+                ("wrong_orientation:tabby",),
+                depends_on=(1,),
+            ),
+            Q(
+                "Does the mug face toward the left (handle on the right), as its pyramid "
+                "shows?",
+                "⊕",
+                "f2⊕g_view2",
+                "the mug faces left",
+                "the mug still faces right, like its reference",
+                ("wrong_orientation:mug",),
+                depends_on=(2,),
+            ),
+            Q(
+                "Does the breeze visibly blow from left to right (fur, leaves), as the cyan "
+                "arrow of Image_5 shows?",
+                "⊕",
+                "C⊕g_vfx, wind",
+                "the breeze blows to the right",
+                "no wind along the arrow",
+                ("no_wind",),
+            ),
+        ],
+        defects={
+            "nano-banana": ["wrong_orientation:tabby"],
+            "gpt-image-1": ["wrong_orientation:mug"],
+            "qwen-image-edit": ["no_wind", "blur"],
+        },
+    ),
+    TaskSpec(
+        task_id="demo-08",
+        instruction="On the beach of Image_2, the orange tabby cat of Image_0 and the grey "
+        "cat of Image_1 sit in their boxes of Image_3 (red box: tabby, blue box: grey cat). "
+        "Both face screen-right as the pyramids of Image_4 show. The light comes from the "
+        f"upper left, as the yellow arrow of Image_5 shows. {NO_MARKS}",
+        refs=[("tabby", "orange tabby cat"), ("kitten", "grey cat"), ("scene:beach", "beach")],
+        layout=[("tabby", [0.06, 0.40, 0.48, 0.90]), ("kitten", [0.54, 0.50, 0.92, 0.90])],
+        formula="C(f1⊕g_view1, f2⊕g_view2)⊕g_bg⊕g_light",
+        background="beach",
+        orientation=[
+            {"subject": "tabby", "yaw": 21, "pitch": 10},
+            {"subject": "kitten", "yaw": 35, "pitch": -10},
+        ],
+        arrows=[{"kind": "light", "start": [0.10, 0.08], "end": [0.55, 0.60]}],
+        questions=[
+            Q(
+                "Are both cats present: the orange tabby of Image_0 and the grey cat of "
+                "Image_1?",
+                "f",
+                "f1, f2",
+                "both cats are there",
+                "a cat is missing",
+                ("missing:tabby", "missing:kitten"),
+            ),
+            Q(
+                "Do both cats face screen-right, as the pyramids of Image_4 show?",
+                "⊕",
+                "f1⊕g_view1, f2⊕g_view2",
+                "both cats face right",
+                "the grey cat faces left, like its reference",
+                ("wrong_orientation:kitten", "wrong_orientation:tabby"),
+                depends_on=(1,),
+            ),
+            Q(
+                "Does the light come from the upper left, as the yellow arrow of Image_5 "
+                "shows?",
+                "⊕",
+                "C⊕g_light",
+                "a warm light comes from the upper left",
+                "the light does not follow the arrow",
+                ("no_light",),
+            ),
+            Q(
+                "Is the background the beach of Image_2?",
+                "g",
+                "g_bg",
+                "the beach is kept",
+                "the background changed",
+            ),
+        ],
+        defects={
+            "nano-banana": [],
+            "gpt-image-1": ["no_light"],
+            "qwen-image-edit": ["wrong_orientation:kitten"],
+        },
+    ),
+    TaskSpec(
+        task_id="demo-09",
+        instruction="The dancer of Image_0 stands in the meadow of Image_1, inside the box of "
+        "Image_2, turned slightly to screen-right and looking up as the pyramid of Image_3 "
+        "shows. The dancer takes the pose of Image_4 instead of their own: right arm raised "
+        f"high, left leg stepping out. {NO_MARKS}",
+        refs=[("dancer", "dancer"), ("scene:meadow", "sunny meadow")],
+        layout=[("dancer", [0.26, 0.06, 0.74, 0.94])],
+        formula="C(f1⊕g_view⊕g_pose)⊕g_bg",
+        background="meadow",
+        orientation=[{"subject": "dancer", "yaw": 10, "pitch": 20}],
+        pose="dancer",
+        questions=[
+            Q(
+                "Is the dancer of Image_0 present (same hair, shirt and scarf)?",
+                "f",
+                "f1",
+                "the dancer of Image_0 is there",
+                "the dancer's identity changed",
+                ("missing:dancer", "identity:dancer"),
+            ),
+            Q(
+                "Is the dancer's right arm raised above the head, as in the pose of Image_4?",
+                "⊕",
+                "f1⊕g_pose",
+                "the pose matches",
+                "the dancer keeps the pose of the reference",
+                ("wrong_pose",),
+                depends_on=(1,),
+            ),
+            Q(
+                "Is the background the meadow of Image_1?",
+                "g",
+                "g_bg",
+                "the meadow is kept",
+                "the background changed",
+            ),
+            Q(
+                "Is the skeleton of Image_4 or a layout box drawn in the output?",
+                "C",
+                "C, VI residue",
+                "no instruction marks are left",
+                "instruction marks are left",
+                ("residue:dancer",),
+                pass_answer="no",
+            ),
+        ],
+        defects={
+            "nano-banana": ["wrong_pose"],
+            "gpt-image-1": [],
+            "qwen-image-edit": ["identity:dancer", "residue:dancer"],
         },
     ),
 )
@@ -1145,6 +1402,19 @@ def _subject_sprite(
         return sprite_mug("#7A3FA0" if identity else "#1F5FBF", "dots" if dots else None)
     if subject == "tree":
         return sprite_tree()
+    if subject == "tabby":
+        return sprite_cat("#8F6A3A" if identity else "#E07A1F")
+    if subject == "kitten":
+        return sprite_cat("#5B4B8A" if identity else "#8A8A93")
+    if subject == "dancer":
+        own = POSE_TARGET if spec.pose == "dancer" and "wrong_pose" not in defects else None
+        return sprite_person(
+            joints=own or DANCER_POSE,
+            shirt="#2A9D8F",
+            hair="#D9B44A" if identity else "#1B1B1B",
+            scarf="#2E7D32" if identity else "#F4A261",
+            wind=wind,
+        )
     if subject == "person":
         joints = POSE_TARGET if spec.pose == "person" and "wrong_pose" not in defects else None
         striped = spec.task_id == "demo-04" and "no_pattern" not in defects
@@ -1285,23 +1555,32 @@ def _reference_image(kind: str) -> tuple[str, Image.Image, dict[str, Any]]:
     """(file stem, image, image entry fields) of a reference of ``kind``."""
     if kind.startswith("scene:"):
         name = kind.split(":", 1)[1]
-        lighting = name == "night_city"
         meta = {
             "category": "background",
-            "prelabel": {"lighting_distinctive": lighting, "wind_responsive": False},
+            "prelabel": {**SCENE_PRELABELS[name], "source": SOURCE},
         }
         return name, scene(name), {"kind": "scene", "meta": meta}
     if kind == "sub:shirt":
-        meta = {"category": "clothes", "prelabel": {"wind_responsive": True}}
+        meta = {"category": "clothes", "prelabel": {**SCENE_PRELABELS["shirt"], "source": SOURCE}}
         return "shirt", shirt_reference(), {"kind": "sub", "meta": meta}
     if kind == "sub:dots":
         return "dots", dots_reference(), {"kind": "sub", "meta": {"category": "surface"}}
     info = SUBJECTS[kind]
-    sprite = {"cat": sprite_cat, "mug": sprite_mug, "tree": sprite_tree, "person": sprite_person}[
-        kind
-    ]()
+    sprite = {
+        "cat": sprite_cat,
+        "mug": sprite_mug,
+        "tree": sprite_tree,
+        "person": sprite_person,
+        "tabby": lambda: sprite_cat("#E07A1F"),
+        "kitten": lambda: sprite_cat("#8A8A93"),
+        "dancer": lambda: sprite_person(
+            joints=DANCER_POSE, shirt="#2A9D8F", hair="#1B1B1B", scarf="#F4A261"
+        ),
+    }[kind]()
     img = reference_photo(sprite, flip=info["facing"] == "left")
-    meta = {"category": info["category"], "prelabel": dict(info["prelabel"])}
+    if kind == "kitten":  # out of focus: its facing cannot be read reliably
+        img = img.filter(ImageFilter.GaussianBlur(9))
+    meta = {"category": info["category"], "prelabel": {**info["prelabel"], "source": SOURCE}}
     return info["file"], img, {"kind": "main", "meta": meta}
 
 
@@ -1339,7 +1618,8 @@ def _task_records(spec: TaskSpec, out_dir: Path, written: set[str]) -> dict[str,
         anchor = [round((box[0] + box[2]) / 2, 3), round((box[1] + box[3]) / 2, 3)]
         orientation.append({**o, "anchor": anchor})
     if orientation:
-        img = vi_draw.draw_orientations(orientation, size=SIZE)
+        scale = 0.4 if len(orientation) == 1 else 0.22  # several pyramids: smaller
+        img = vi_draw.draw_orientations([{**o, "scale": scale} for o in orientation], size=SIZE)
         vi.append(("orientation", "orientation", "orientation pyramid", img))
     if spec.arrows:
         kinds = sorted({a["kind"] for a in spec.arrows})
@@ -1356,6 +1636,8 @@ def _task_records(spec: TaskSpec, out_dir: Path, written: set[str]) -> dict[str,
         vi.append(
             ("pose", "pose", f"pose for the {spec.pose}", vi_draw.draw_pose(POSE_TARGET, size=SIZE))
         )
+    if len(vi) > 3:
+        raise ValueError(f"{spec.task_id}: at most 3 visual instruction images in the demo")
     for kind, stem, label, img in vi:
         rel = f"images/{spec.task_id}/{stem}.png"
         _save_png(img, out_dir / rel)
@@ -1378,12 +1660,6 @@ def _task_records(spec: TaskSpec, out_dir: Path, written: set[str]) -> dict[str,
         "formula": spec.formula,
         "layout": layout,
         "visual_instruction_types": [k for k, _s, _l, _i in vi],
-        "conflicts": {
-            "orientation_conflict": False,
-            "light_conflict": False,
-            "wind_conflict": False,
-            "pose_conflict": False,
-        },
         "synthetic": True,
     }
     if orientation:
@@ -1393,13 +1669,29 @@ def _task_records(spec: TaskSpec, out_dir: Path, written: set[str]) -> dict[str,
     if spec.pose:
         meta["pose"] = {"subject": spec.pose, "image": len(spec.refs) + len(vi) - 1}
     meta.update(spec.extra_meta)
-    return {
+    record = {
         "task_id": spec.task_id,
         "instruction": spec.instruction,
         "images": images,
         "questions": questions,
         "meta": meta,
     }
+    meta["conflicts"] = published_conflicts(record)
+    return record
+
+
+def published_conflicts(record: Mapping[str, Any]) -> dict[str, bool]:
+    """The task's ``meta.conflicts`` as the benchmark's pipeline publishes them: the rules of
+    :mod:`annotation.conflicts` applied to the pre-labels (wrong ones included)."""
+    decisions = task_conflicts(task_prelabels(record), record["meta"])
+    out = {}
+    for name, key in CONFLICT_KEYS.items():
+        conflict = decisions[name].conflict
+        if conflict is None:
+            raise ValueError(f"{record['task_id']}: {name} conflict undecidable from the "
+                             f"pre-labels ({decisions[name].rule})")
+        out[key] = conflict
+    return out
 
 
 def _judge_text(

@@ -7,15 +7,24 @@ scale, checklists shared consistently, and re-imports. A row already stored *ide
 is dropped from the import (so importing the same bundle twice is harmless); a row stored
 *differently* is an error, because silently replacing a task, a question or a judge's
 answer would change results already computed on them.
+
+It also holds the checks of the *reserved* meta keys of VIF-Bench visual instructions and
+conflict pre-labels (:func:`task_meta_problems`, :func:`prelabel_problems`), which every
+reader calls on each record it reads so the errors name the record's own file and line
+(``docs/bundle-format.md``, "VIF-Bench visual instructions and conflict pre-labels").
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from annotation.conflicts import CONFLICT_KEYS
 from annotation.records import (
     HUMAN_ANSWERS,
     YES_NO,
@@ -380,3 +389,215 @@ def _check_target(
                    f"question {rec.question_id!r} is not in the checklist of task {task_id!r}")
     elif rec.criterion not in criteria:
         pr.add(rec.origin, "criterion", f"unknown criterion {rec.criterion!r}")
+
+
+# ======================================================================================
+# Reserved meta keys: VIF-Bench visual instructions and conflict pre-labels
+#
+# Only these keys are checked, and only when present; every other meta key stays free.
+# Each check returns ``[(field, message)]`` with the field relative to the record (e.g.
+# ``meta.arrows[0].start``); the reader adds its file and line.
+
+#: Fields of an image's ``meta.prelabel``. ``lighting_distinctive`` is an accepted alias
+#: of the canonical ``light_distinctive`` (the rules in :mod:`annotation.conflicts` read
+#: both).
+PRELABEL_FIELDS = ("yaw", "yaw_reliable", "light_distinctive", "lighting_distinctive",
+                   "wind_responsive", "pose_distinctive", "notes", "source")
+PRELABEL_FLAGS = ("yaw_reliable", "light_distinctive", "lighting_distinctive",
+                  "wind_responsive", "pose_distinctive")
+#: Keys of a task's ``meta.conflicts`` (the published automatic labels).
+CONFLICT_LABEL_KEYS = tuple(CONFLICT_KEYS.values())
+ARROW_KINDS = ("wind", "light")
+MAX_YAW = 360.0
+_COLOR = re.compile(r"#[0-9A-Fa-f]{6}")
+
+Found = list[tuple[str, str]]
+
+
+def _got(value: Any) -> str:
+    """A value for an error message: JSON for scalars, the type for containers."""
+    if isinstance(value, Mapping):
+        return "an object"
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if isinstance(value, list | tuple):
+        return text if len(text) <= 40 else f"a list of {len(value)}"
+    return text if len(text) <= 40 else text[:36] + "...\""
+
+
+def _is_num(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(float(value)))
+
+
+def _unit_point(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == 2
+            and all(_is_num(v) and 0.0 <= v <= 1.0 for v in value))
+
+
+def _flag_problem(found: Found, fld: str, value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        found.append((fld, f"expected true, false or null, got {_got(value)}"))
+
+
+def _yaw_problem(found: Found, fld: str, value: Any, *, nullable: bool) -> None:
+    if value is None and nullable:
+        return
+    if not _is_num(value):
+        found.append((fld, f"expected a number of degrees, got {_got(value)}"))
+    elif abs(value) > MAX_YAW:
+        found.append((fld, f"{value:g} degrees is outside -360..360"))
+
+
+def _text_problem(found: Found, fld: str, value: Any, *, required: bool = True) -> None:
+    if value is None and not required:
+        return
+    if not isinstance(value, str) or not value.strip():
+        found.append((fld, f"expected a non-empty string, got {_got(value)}"))
+
+
+def prelabel_problems(value: Any, prefix: str = "meta.prelabel") -> Found:
+    """Problems of one image's ``meta.prelabel`` (``prefix`` names it in messages).
+
+    Allowed: ``yaw`` (degrees, a finite number in -360..360, or null), ``yaw_reliable``,
+    ``light_distinctive`` (alias ``lighting_distinctive``), ``wind_responsive``,
+    ``pose_distinctive`` (true, false or null), ``notes`` and ``source`` (strings).
+    """
+    found: Found = []
+    if not isinstance(value, Mapping):
+        return [(prefix, f"expected an object, got {_got(value)}")]
+    for key in value:
+        if key not in PRELABEL_FIELDS:
+            found.append((f"{prefix}.{key}", "unknown pre-label field (allowed: "
+                          + ", ".join(PRELABEL_FIELDS) + ")"))
+    if "yaw" in value:
+        _yaw_problem(found, f"{prefix}.yaw", value["yaw"], nullable=True)
+    for key in PRELABEL_FLAGS:
+        if key in value:
+            _flag_problem(found, f"{prefix}.{key}", value[key])
+    for key in ("notes", "source"):
+        if key in value and not isinstance(value[key], str):
+            found.append((f"{prefix}.{key}", f"expected a string, got {_got(value[key])}"))
+    if ("light_distinctive" in value and "lighting_distinctive" in value
+            and value["light_distinctive"] != value["lighting_distinctive"]):
+        found.append((f"{prefix}.lighting_distinctive",
+                      "disagrees with light_distinctive (lighting_distinctive is an alias: "
+                      "give only light_distinctive)"))
+    return found
+
+
+def _items(found: Found, fld: str, value: Any, *, single_ok: bool = False
+           ) -> list[tuple[str, Mapping[str, Any]]]:
+    """``(field, entry)`` of a list of objects (or one object when ``single_ok``)."""
+    if single_ok and isinstance(value, Mapping):
+        return [(fld, value)]
+    if not isinstance(value, list):
+        what = "an object or a list of objects" if single_ok else "a list of objects"
+        found.append((fld, f"expected {what}, got {_got(value)}"))
+        return []
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, Mapping):
+            out.append((f"{fld}[{i}]", item))
+        else:
+            found.append((f"{fld}[{i}]", f"expected an object, got {_got(item)}"))
+    return out
+
+
+def _box_problem(found: Found, fld: str, box: Any) -> None:
+    if not (isinstance(box, list) and len(box) == 4 and all(_is_num(v) for v in box)):
+        found.append((fld, f"expected [x0, y0, x1, y1], four numbers in 0..1, got {_got(box)}"))
+        return
+    if not all(0.0 <= v <= 1.0 for v in box):
+        found.append((fld, f"coordinates are normalized: each must be in 0..1, got {box}"))
+    elif not (box[0] < box[2] and box[1] < box[3]):
+        found.append((fld, f"needs x0 < x1 and y0 < y1 (top-left, then bottom-right), "
+                     f"got {box}"))
+
+
+def _index_problem(found: Found, fld: str, value: Any, n_images: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        found.append((fld, f"expected an image index (a whole number), got {_got(value)}"))
+    elif not 0 <= value < n_images:
+        found.append((fld, f"Image_{value} does not exist: the task has {n_images} "
+                     f"image{'s' if n_images != 1 else ''}"))
+
+
+def task_meta_problems(meta: Mapping[str, Any], n_images: int) -> Found:
+    """Problems of the reserved keys of one task's ``meta`` (``n_images``: its image count).
+
+    Checked when present: ``conflicts`` (the four ``*_conflict`` keys, true/false/null),
+    ``orientation`` (``[{subject, yaw, pitch?, anchor?}]``), ``arrows`` (``[{kind: wind |
+    light, start: [x, y], end: [x, y]}]``), ``layout`` (``[{box: [x0, y0, x1, y1], subject?,
+    image?, color?, label?}]`` or ``{name: box}``), ``pose`` (``{subject, image}`` or a list
+    of them) and ``visual_instruction_types`` (a list of strings). Coordinates are
+    normalized to 0..1; ``image`` is an index into the task's own images. Other keys inside
+    the entries are kept as they are.
+    """
+    found: Found = []
+    if "conflicts" in meta:
+        value = meta["conflicts"]
+        if not isinstance(value, Mapping):
+            found.append(("meta.conflicts", f"expected an object, got {_got(value)}"))
+        else:
+            for key, flag in value.items():
+                fld = f"meta.conflicts.{key}"
+                if key not in CONFLICT_LABEL_KEYS:
+                    found.append((fld, "unknown conflict label (allowed: "
+                                  + ", ".join(CONFLICT_LABEL_KEYS) + ")"))
+                else:
+                    _flag_problem(found, fld, flag)
+    if "orientation" in meta:
+        for fld, item in _items(found, "meta.orientation", meta["orientation"]):
+            _text_problem(found, f"{fld}.subject", item.get("subject"))
+            _yaw_problem(found, f"{fld}.yaw", item.get("yaw"), nullable=False)
+            if item.get("pitch") is not None and not _is_num(item["pitch"]):
+                found.append((f"{fld}.pitch",
+                              f"expected a number of degrees, got {_got(item['pitch'])}"))
+            if item.get("anchor") is not None and not _unit_point(item["anchor"]):
+                found.append((f"{fld}.anchor", "expected [x, y], two numbers in 0..1, got "
+                              f"{_got(item['anchor'])}"))
+    if "arrows" in meta:
+        for fld, item in _items(found, "meta.arrows", meta["arrows"]):
+            kind = item.get("kind")
+            if kind not in ARROW_KINDS:
+                found.append((f"{fld}.kind", f"expected \"wind\" or \"light\", got {_got(kind)}"))
+            for end in ("start", "end"):
+                if not _unit_point(item.get(end)):
+                    found.append((f"{fld}.{end}", "expected [x, y], two numbers in 0..1, got "
+                                  f"{_got(item.get(end))}"))
+            if _unit_point(item.get("start")) and item.get("start") == item.get("end"):
+                found.append((f"{fld}.end", "must differ from start (an arrow needs a length)"))
+    if "layout" in meta:
+        layout = meta["layout"]
+        if isinstance(layout, Mapping):  # the compact {name: [x0, y0, x1, y1]} form
+            for name, box in layout.items():
+                _box_problem(found, f"meta.layout.{name}", box)
+        else:
+            for fld, item in _items(found, "meta.layout", layout):
+                _box_problem(found, f"{fld}.box", item.get("box"))
+                for key in ("subject", "label"):
+                    if item.get(key) is not None and not isinstance(item[key], str):
+                        found.append((f"{fld}.{key}",
+                                      f"expected a string, got {_got(item[key])}"))
+                if item.get("image") is not None:
+                    _index_problem(found, f"{fld}.image", item["image"], n_images)
+                color = item.get("color")
+                if color is not None and not (isinstance(color, str)
+                                              and _COLOR.fullmatch(color)):
+                    found.append((f"{fld}.color", f"expected \"#RRGGBB\", got {_got(color)}"))
+    if "pose" in meta:
+        for fld, item in _items(found, "meta.pose", meta["pose"], single_ok=True):
+            _text_problem(found, f"{fld}.subject", item.get("subject"))
+            if "image" not in item:
+                found.append((f"{fld}.image", "missing: the index of the pose reference image"))
+            else:
+                _index_problem(found, f"{fld}.image", item["image"], n_images)
+    if "visual_instruction_types" in meta:
+        types = meta["visual_instruction_types"]
+        if not (isinstance(types, list) and all(isinstance(t, str) for t in types)):
+            found.append(("meta.visual_instruction_types",
+                          f"expected a list of strings, got {_got(types)}"))
+    return found

@@ -17,6 +17,10 @@ show (or overlay) them:
   wind blows or the light falls); both kinds may share one image;
 * **pose** (:func:`draw_pose`): an OpenPose-like stick skeleton on black.
 
+:func:`draw_from_meta` draws the layout, orientation and arrow images of a task from the
+documented shapes of its ``meta`` (``docs/bundle-format.md``), for bundles that give the
+specification instead of the image.
+
 Every function is pure: it returns a new RGB :class:`PIL.Image.Image` and depends only on
 its arguments (no randomness, no system fonts: text uses Pillow's bundled default font),
 so the same call gives the same pixels on every run. Coordinates are normalized to the
@@ -429,3 +433,103 @@ def draw_pose(joints: Mapping[str, Sequence[float]] | None = None, size: int = 5
         rr = r * 2.2 if name == "head" else r
         draw.ellipse([x * size - rr, y * size - rr, x * size + rr, y * size + rr], fill="white")
     return img
+
+
+# ----------------------------------------------------------------- drawing from specs
+
+#: Visual-instruction kinds that can be drawn from a task's ``meta``, and the key each reads.
+SPEC_KEYS: dict[str, str] = {
+    "layout": "layout",
+    "orientation": "orientation",
+    "wind": "arrows",
+    "light": "arrows",
+    "light+wind": "arrows",
+}
+#: Side of an image drawn from a spec: the VIF-Bench canvas (Appendix C.3).
+SPEC_SIZE = 1024
+
+
+class MissingSpec(ValueError):
+    """The task's meta does not hold what a visual instruction of that kind is drawn from."""
+
+
+def layout_entries(raw: Any) -> list[dict[str, Any]]:
+    """The entries of a ``meta.layout``: a list of ``{box, subject?, image?, ...}`` as is, or
+    the compact ``{name: [x0, y0, x1, y1]}`` form as ``[{subject: name, box}]``."""
+    if isinstance(raw, Mapping):
+        return [{"subject": str(name), "box": box} for name, box in raw.items()]
+    if isinstance(raw, list | tuple):
+        return [dict(item) for item in raw if isinstance(item, Mapping)]
+    return []
+
+
+def _box_centre(box: Sequence[float]) -> Point:
+    return (float(box[0]) + float(box[2])) / 2, (float(box[1]) + float(box[3])) / 2
+
+
+def draw_from_meta(kind: str, meta: Mapping[str, Any], size: int = SPEC_SIZE) -> Image.Image:
+    """Draw the visual instruction of ``kind`` from a task's ``meta`` (Appendix C.3).
+
+    * ``layout``: every box of ``meta.layout`` on a white canvas (:func:`draw_layout`); a box
+      without ``color`` gets :func:`subject_color` of its position, without ``label`` the
+      caption ``Image_<image>: <subject>`` (or the subject);
+    * ``orientation``: one pyramid per ``meta.orientation`` entry on black
+      (:func:`draw_orientations`), its centre at the entry's ``anchor``, else at the centre
+      of the subject's layout box (as VIF-Bench anchors it), else spread left to right;
+      several pyramids are drawn smaller and captioned with their subject;
+    * ``wind`` / ``light`` / ``light+wind``: the arrows of those kinds of ``meta.arrows`` on
+      one black image (:func:`draw_arrows`), cyan wind and yellow light.
+
+    Raises :class:`MissingSpec` (a ValueError) naming what is missing, and ValueError for
+    values the drawing functions refuse. The meta is expected to be valid
+    (:func:`annotation.validate.task_meta_problems`).
+    """
+    if kind not in SPEC_KEYS:
+        raise MissingSpec(f"a {kind!r} visual instruction cannot be drawn from the task meta "
+                          f"(drawable kinds: {', '.join(SPEC_KEYS)})")
+    if meta.get(SPEC_KEYS[kind]) is None:
+        raise MissingSpec(f"the task has no meta.{SPEC_KEYS[kind]} to draw it from")
+    if kind == "layout":
+        boxes = []
+        for i, item in enumerate(layout_entries(meta.get("layout"))):
+            subject = item.get("subject")
+            image = item.get("image")
+            label = item.get("label")
+            if not label:
+                if image is not None and subject:
+                    label = f"Image_{image}: {subject}"
+                else:
+                    label = subject or (f"Image_{image}" if image is not None else None)
+            boxes.append({"box": item["box"], "subject": subject, "label": label,
+                          "color": item.get("color") or subject_color(i)})
+        if not boxes:
+            raise MissingSpec("the task's meta.layout has no box to draw it from")
+        return draw_layout(boxes, size)
+    if kind == "orientation":
+        entries = [dict(o) for o in meta.get("orientation") or [] if isinstance(o, Mapping)]
+        if not entries:
+            raise MissingSpec("the task's meta.orientation has no entry to draw it from")
+        centres = {str(e.get("subject")): _box_centre(e["box"])
+                   for e in layout_entries(meta.get("layout")) if e.get("box")}
+        several = len(entries) > 1
+        items = []
+        for k, entry in enumerate(entries):
+            anchor = entry.get("anchor") or centres.get(str(entry.get("subject")))
+            if anchor is None:
+                anchor = ((k + 0.5) / len(entries), 0.5)
+            items.append({
+                "yaw": entry["yaw"],
+                "pitch": entry.get("pitch") or 0.0,
+                "anchor": anchor,
+                "scale": 0.25 if several else 0.4,
+                "label": entry.get("subject") if several else None,
+            })
+        return draw_orientations(items, size)
+    wanted = ("light", "wind") if kind == "light+wind" else (kind,)
+    arrows = [a for a in meta.get("arrows") or []
+              if isinstance(a, Mapping) and a.get("kind") in wanted]
+    lacking = [k for k in wanted if not any(a["kind"] == k for a in arrows)]
+    if lacking:
+        raise MissingSpec(f"the task's meta.arrows has no {' and no '.join(lacking)} arrow "
+                          "to draw it from")
+    return draw_arrows(arrows, size)

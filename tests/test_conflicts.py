@@ -213,7 +213,7 @@ def test_demo_tasks(tmp_path: Path) -> None:
     # demo-03: cat reference faces left (-35), pyramid 40; night street + light arrow
     t3 = tasks["demo-03"]
     pre = task_prelabels(t3)
-    assert pre["cat"]["yaw"] == -35 and pre["Image_1"]["lighting_distinctive"] is True
+    assert pre["cat"]["yaw"] == -35 and pre["Image_1"]["light_distinctive"] is True
     out = task_conflicts(pre, t3["meta"])
     assert out["orientation"].conflict is True
     assert out["orientation"].values["subjects"]["cat"].values["difference"] == 75

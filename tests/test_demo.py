@@ -20,7 +20,7 @@ from annotation.demo import build_demo_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "data" / "demo"
-MAX_BYTES = 3_000_000
+MAX_BYTES = 1_500_000
 CRITERIA = [
     "text_instruction_following",
     "reference_consistency",
@@ -188,7 +188,7 @@ def _image_ok(demo: Path, rel: str) -> None:
 
 def test_tasks_and_images(demo: Path, data: dict) -> None:
     tasks = data["tasks"]
-    assert 5 <= len(tasks) <= 8
+    assert 9 <= len(tasks) <= 10
     ids = [t["task_id"] for t in tasks]
     assert len(set(ids)) == len(ids)
     assert all(re.fullmatch(r"demo-\d\d", i) for i in ids)
@@ -490,6 +490,112 @@ def test_pose_is_deterministic_and_checks_joints() -> None:
     assert a.tobytes() != vi_draw.draw_pose(size=128).tobytes()
     with pytest.raises(ValueError):
         vi_draw.draw_pose({"tail": [0.5, 0.5]})
+
+
+# ------------------------------------------------------- conflict labels and pre-labels
+
+
+def _decisions(task: dict) -> dict:
+    from annotation.conflicts import task_conflicts, task_prelabels
+
+    return task_conflicts(task_prelabels(task), task["meta"])
+
+
+def test_published_conflicts_are_the_rules_on_the_demo_prelabels(data: dict) -> None:
+    """meta.conflicts is what the pipeline publishes: the rules on the (VLM) pre-labels."""
+    from annotation.conflicts import CONFLICT_KEYS
+
+    for t in data["tasks"]:
+        decisions = _decisions(t)
+        assert t["meta"]["conflicts"] == {
+            key: decisions[name].conflict for name, key in CONFLICT_KEYS.items()
+        }, t["task_id"]
+    published = {t["task_id"]: t["meta"]["conflicts"] for t in data["tasks"]}
+    # the known bug: a wind-responsive reference (scarf / tree / cat) and a wind arrow
+    assert published["demo-02"]["wind_conflict"] is True
+    assert published["demo-05"]["wind_conflict"] is True
+    # every rule fires somewhere, and each also stays silent somewhere
+    for key in ("orientation_conflict", "light_conflict", "wind_conflict", "pose_conflict"):
+        assert {p[key] for p in published.values()} == {True, False}, key
+
+
+def test_prelabels_are_canonical_and_valid(data: dict) -> None:
+    from annotation.validate import prelabel_problems, task_meta_problems
+
+    labelled = 0
+    for t in data["tasks"]:
+        assert task_meta_problems(t["meta"], len(t["images"])) == [], t["task_id"]
+        for img in t["images"]:
+            pre = img.get("meta", {}).get("prelabel")
+            if pre is None:
+                continue
+            labelled += 1
+            assert prelabel_problems(pre) == [], (t["task_id"], img["path"])
+            assert "lighting_distinctive" not in pre
+            assert pre["source"] == "demo VLM" and pre["notes"]
+    assert labelled >= 20
+
+
+def _subject(task: dict, name: str) -> dict:
+    return _decisions(task)["orientation"].values["subjects"][name]
+
+
+def test_borderline_orientation_cases(data: dict) -> None:
+    """Appendix C.4 at its edges, with the targets inside the pyramids' |yaw| < 60."""
+    tasks = {t["task_id"]: t for t in data["tasks"]}
+    for t in tasks.values():
+        for o in t["meta"].get("orientation", []):
+            assert abs(o["yaw"]) < 60 and abs(o["pitch"]) < 60, t["task_id"]
+    exactly_60 = _subject(tasks["demo-07"], "tabby")
+    assert exactly_60.conflict is True and exactly_60.values["difference"] == 60
+    assert exactly_60.values["source_side"] == exactly_60.values["target_side"] == 1
+    flip = _subject(tasks["demo-07"], "mug")  # the paper's 30 vs -20
+    assert (flip.values["source_yaw"], flip.values["target_yaw"]) == (30, -20)
+    assert flip.conflict is True and flip.values["difference"] == 50
+    below = _subject(tasks["demo-08"], "tabby")
+    assert below.conflict is False and below.values["difference"] == 59
+    unreliable = _subject(tasks["demo-08"], "kitten")
+    assert unreliable.conflict is False and unreliable.rule.startswith("source yaw unreliable")
+    assert tasks["demo-08"]["meta"]["conflicts"]["orientation_conflict"] is False
+    across = _subject(tasks["demo-09"], "dancer")  # 350 (= -10) vs 10: 20 apart, flipped
+    assert across.conflict is True and across.values["difference"] == 20
+    assert across.rule == "opposite yaw signs (left/right flip)"
+
+
+def test_light_wind_and_pose_cases(data: dict) -> None:
+    tasks = {t["task_id"]: t for t in data["tasks"]}
+    # distinctive light + light arrow (demo-03); distinctive light, no light arrow (demo-07)
+    assert _decisions(tasks["demo-03"])["light"].conflict is True
+    d7 = _decisions(tasks["demo-07"])["light"]
+    assert d7.conflict is False and d7.values["references"]["Image_2"] is True
+    # wind-responsive reference + wind arrow
+    assert _decisions(tasks["demo-02"])["wind"].conflict is True
+    # distinctive pose + pose reference; neutral pose + pose reference
+    assert _decisions(tasks["demo-09"])["pose"].conflict is True
+    assert _decisions(tasks["demo-04"])["pose"].conflict is False
+
+
+def test_the_deliberately_wrong_prelabels_flip_their_labels(data: dict) -> None:
+    """With the value the drawn image supports, the rules give the other label: a verifier
+    who corrects the pre-label disagrees with the published label."""
+    from annotation.conflicts import CONFLICT_KEYS, task_conflicts, task_prelabels
+    from annotation.demo import WRONG_PRELABELS
+
+    tasks = {t["task_id"]: t for t in data["tasks"]}
+    assert 1 <= len(WRONG_PRELABELS) <= 2
+    for reference, fld, truth, flipped in WRONG_PRELABELS:
+        for task_id in flipped:
+            task = tasks[task_id]
+            pre = task_prelabels(task)
+            name = next(n for n in pre if n == reference or n.startswith("Image_")
+                        and task["images"][int(n[6:])]["path"].endswith(f"/{reference}.png"))
+            assert pre[name][fld] != truth
+            notes = pre[name]["notes"].lower()
+            assert not any(w in notes for w in ("fur", "wind", "daylight", "light", "sun"))
+            corrected = {**pre, name: {**pre[name], fld: truth}}
+            kind = {"wind_responsive": "wind", "light_distinctive": "light"}[fld]
+            after = task_conflicts(corrected, task["meta"])[kind].conflict
+            assert after is not task["meta"]["conflicts"][CONFLICT_KEYS[kind]], task_id
 
 
 def test_demo_criteria_are_the_vif_importer_criteria() -> None:

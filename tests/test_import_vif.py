@@ -120,12 +120,19 @@ def test_task_meta_and_instruction(new_release: tuple[Path, dict[str, Any]]) -> 
     assert t1.meta["conflicts"]["orientation_conflict"] is False
     assert t2.meta["in_vi_vs_ti_experiment"] is True
     assert t2.meta["visual_instruction_types"] == ["layout", "orientation"]
-    # per-task JSON files are kept, parsed, as opaque meta
+    # per-task JSON files are kept, parsed, as they are ...
     assert t2.meta["orientations"] == {"Image_0": {"yaw": 90, "pitch": 0}}
     assert t2.meta["hierarchy"] == {"main": [0, 1], "sub": []}
-    assert "layout" not in t2.meta
-    assert t1.meta["layout"] == {"Image_0": [0.2, 0.3, 0.7, 0.9]}
-    assert t3.meta["arrows"]["wind"] == [[0.1, 0.5], [0.8, 0.5]]
+    assert "layout" not in t2.meta and "layout_raw" not in t2.meta
+    assert t1.meta["layout_raw"] == {"Image_0": [0.2, 0.3, 0.7, 0.9]}
+    assert t3.meta["arrows_raw"]["wind"] == [[0.1, 0.5], [0.8, 0.5]]
+    # ... and also mapped into the documented shapes the rules and overlays read
+    assert t1.meta["layout"] == [{"subject": "Image_0", "box": [0.2, 0.3, 0.7, 0.9], "image": 0}]
+    assert t2.meta["orientation"] == [{"subject": "Image_0", "yaw": 90, "pitch": 0}]
+    assert t3.meta["arrows"] == [
+        {"kind": "wind", "start": [0.1, 0.5], "end": [0.8, 0.5]},
+        {"kind": "light", "start": [0.9, 0.1], "end": [0.2, 0.8]},
+    ]
     # unknown row keys are not dropped
     assert t3.meta["extra"] == {"split": "test"}
 
@@ -661,3 +668,244 @@ def test_refused_import_writes_nothing(tmp_path: Path) -> None:
         assert counts["tasks"] == counts["judgments"] == counts["outputs"] == 0
     finally:
         store.close()
+
+
+# ------------------------------------------------- per-task JSON files -> documented meta
+
+
+def test_layout_shapes_are_mapped() -> None:
+    expected = [{"subject": "Image_0", "box": [0.2, 0.3, 0.7, 0.9], "image": 0}]
+    assert vif.map_layout({"Image_0": [0.2, 0.3, 0.7, 0.9]}, 2) == expected
+    assert vif.map_layout([{"image": 0, "bbox": {"x": 0.2, "y": 0.3, "w": 0.5, "h": 0.6}}],
+                          1) == expected
+    pixels = {"canvas": [1000, 500], "items": [
+        {"subject": "dog", "index": 1, "box": [[100, 50], [600, 450]], "color": "#4363D8"}]}
+    assert vif.map_layout(pixels, 2) == [
+        {"subject": "dog", "box": [0.1, 0.1, 0.6, 0.9], "image": 1, "color": "#4363D8"}]
+    # a name that is not an image of the task is kept as a name, without an index
+    assert vif.map_layout({"Image_5": [0.1, 0.1, 0.5, 0.5]}, 2) == [
+        {"subject": "Image_5", "box": [0.1, 0.1, 0.5, 0.5]}]
+    # unrecognizable: never a partial mapping
+    for raw in ({"Image_0": [0.2, 0.3, 0.7]}, {"Image_0": [0.7, 0.3, 0.2, 0.9]},
+                [{"image": 3, "box": [0.1, 0.1, 0.2, 0.2]}], "boxes", [],
+                {"Image_0": [0.1, 0.1, 0.5, 0.5], "Image_1": "left half"},
+                [{"box": [0.1, 0.1, 0.5, 0.5]}]):
+        assert vif.map_layout(raw, 2) is None, raw
+
+
+def test_arrow_shapes_are_mapped() -> None:
+    wind = {"kind": "wind", "start": [0.1, 0.5], "end": [0.8, 0.5]}
+    light = {"kind": "light", "start": [0.9, 0.1], "end": [0.2, 0.8]}
+    assert vif.map_arrows({"wind": [[0.1, 0.5], [0.8, 0.5]],
+                           "light": [0.9, 0.1, 0.2, 0.8]}) == [wind, light]
+    assert vif.map_arrows([{"type": "wind_arrow", "from": {"x": 0.1, "y": 0.5},
+                            "to": [0.8, 0.5]}]) == [wind]
+    assert vif.map_arrows({"kind": "light", "points": [[0.9, 0.1], [0.2, 0.8]]}) == [light]
+    assert vif.map_arrows({"arrows": [wind, light]}) == [wind, light]
+    assert vif.map_arrows({"wind": [{"start": [0.1, 0.5], "end": [0.8, 0.5]}] * 2}) == [wind] * 2
+    assert vif.map_arrows({"wind": {"start": [102.4, 512], "end": [819.2, 512]}}) == [wind]
+    for raw in ({"rain": [[0, 0], [1, 1]]}, {"wind": [[0.5, 0.5], [0.5, 0.5]]},
+                [{"kind": "wind", "start": [0.1, 0.5]}], {"wind": "left to right"},
+                [{"kind": "wind and light", "start": [0, 0], "end": [1, 1]}], None):
+        assert vif.map_arrows(raw) is None, raw
+
+
+def test_orientation_shapes_are_mapped() -> None:
+    assert vif.map_orientations({"Image_0": {"yaw": 90, "pitch": 0}}, 2) == [
+        {"subject": "Image_0", "yaw": 90, "pitch": 0}]
+    assert vif.map_orientations({"dog": -30}, 2) == [{"subject": "dog", "yaw": -30}]
+    assert vif.map_orientations({"orientations": [{"image": 1, "yaw": 20, "pitch": -10,
+                                                   "anchor": [0.3, 0.6]}]}, 2) == [
+        {"subject": "Image_1", "yaw": 20, "pitch": -10, "anchor": [0.3, 0.6]}]
+    assert vif.map_orientations({"subject": "cat", "yaw": 45}, 1) == [
+        {"subject": "cat", "yaw": 45}]
+    for raw in ({"Image_0": {"yaw": "left"}}, {"Image_0": {"pitch": 10}}, [{"yaw": 10}],
+                {"Image_0": {"yaw": 10, "pitch": "up"}}, {"dog": 720}):
+        assert vif.map_orientations(raw, 2) is None, raw
+
+
+def test_mapped_meta_feeds_the_conflict_rules(new_release: tuple[Path, dict[str, Any]]) -> None:
+    from annotation.conflicts import CONFLICT_KEYS, task_conflicts, task_prelabels
+
+    root, _ = new_release
+    data = vif.read(root)
+    for task in data.tasks:
+        images = [i for i in data.images if i.task_id == task.task_id]
+        record = {"images": [{"role": i.role, "meta": i.meta} for i in images],
+                  "meta": task.meta}
+        decisions = task_conflicts(task_prelabels(record), task.meta)
+        if task.task_id == T2:  # dog reference -60 (reliable) against the pyramid's 90
+            assert decisions["orientation"].conflict is True
+        if task.task_id == T3:  # a tree that wind moves, and a wind arrow
+            assert decisions["wind"].conflict is True and decisions["light"].conflict is False
+        for name, key in CONFLICT_KEYS.items():
+            if decisions[name].conflict is not None:
+                assert decisions[name].conflict is task.meta["conflicts"][key], (task, name)
+
+
+def test_pixel_layout_is_normalized(new_release: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = new_release
+    t3 = {t.task_id: t for t in vif.read(root).tasks}[T3]
+    assert t3.meta["layout"] == [{"subject": "Image_0", "image": 0,
+                                  "box": [0.299805, 0.200195, 0.799805, 0.900391]}]
+    assert t3.meta["layout_raw"]["canvas_size"] == 1024
+
+
+def test_unrecognizable_task_json_is_kept_and_warned(
+    new_release: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    root, expected = new_release
+    (root / "tasks/v3/n3_01/arrows.json").write_text(json.dumps({"gusts": "strong"}))
+    (root / "tasks/v6_n2_00/orientations.json").write_text(json.dumps(["front", "left"]))
+    (root / "tasks/v1_n1_00/layout.json").write_text(json.dumps({"Image_0": "center"}))
+    data = vif.read(root)
+    tasks = {t.task_id: t for t in data.tasks}
+    assert tasks[T3].meta["arrows_raw"] == {"gusts": "strong"} and "arrows" not in tasks[T3].meta
+    assert tasks[T2].meta["orientations"] == ["front", "left"]
+    assert "orientation" not in tasks[T2].meta
+    assert tasks[T1].meta["layout_raw"] == {"Image_0": "center"} and "layout" not in tasks[T1].meta
+    texts = [str(w) for w in data.warnings]
+    for start in ("tasks/v3/n3_01/arrows.json: not recognized as wind/light arrows",
+                  "tasks/v6_n2_00/orientations.json: not recognized as orientations",
+                  "tasks/v1_n1_00/layout.json: not recognized as layout boxes"):
+        assert any(w.startswith(start) for w in texts), (start, texts)
+    assert len(data.warnings) == expected["warnings"] + 3
+    # it imports, and its export imports again
+    from annotation.bundle import write_bundle
+
+    with Store.open(tmp_path / "a.db") as a, Store.open(tmp_path / "b.db") as b:
+        importers.import_path(a, root)
+        write_bundle(a.read_project(), tmp_path / "out")
+        importers.import_path(b, tmp_path / "out")
+        assert a.counts()["tasks"] == b.counts()["tasks"] == 3
+
+
+# ------------------------------------------------------------ labels/vi_conflicts.jsonl
+
+LABELS = "labels/vi_conflicts.jsonl"
+
+
+def label_rows(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (root / LABELS).read_text().splitlines() if x.strip()]
+
+
+def write_labels(root: Path, items: list[dict[str, Any]]) -> None:
+    (root / LABELS).write_text("".join(json.dumps(r) + "\n" for r in items))
+
+
+def test_conflict_labels_and_prelabels_are_merged(
+    release: tuple[Path, dict[str, Any]],
+) -> None:
+    root, expected = release
+    data = vif.read(root)
+    images = {(i.task_id, i.index): i for i in data.images}
+    for key, pre in expected["prelabels"].items():
+        assert images[key].meta["prelabel"] == pre, key
+    assert all("prelabel" not in i.meta for k, i in images.items()
+               if k not in expected["prelabels"])
+    tasks = {t.task_id: t for t in data.tasks}
+    for task_id, labels in expected["conflict_labels"].items():
+        assert tasks[task_id].meta["conflict_labels"] == labels
+    assert "conflict_labels" not in tasks[T1].meta
+    # metadata.jsonl stays the published label (here they agree: no warning)
+    assert tasks[T2].meta["conflicts"]["orientation_conflict"] is True
+    assert not [w for w in data.warnings if w.file == LABELS]
+
+
+def test_a_disagreement_keeps_metadata_and_warns(new_release: tuple[Path, dict[str, Any]]):
+    root, _ = new_release
+    items = label_rows(root)
+    items[0]["orientation_conflict"] = False
+    items[0]["references"]["Image_1"]["yaw"] = "left"
+    items[1]["prelabels"][0]["wind_responsive"] = "very"
+    write_labels(root, items)
+    items = rows(root)
+    items[1]["images"][0]["prelabel"] = {"yaw": -45, "source": "annotator"}
+    write_rows(root, items)
+    data = vif.read(root)
+    tasks = {t.task_id: t for t in data.tasks}
+    images = {(i.task_id, i.index): i for i in data.images}
+    assert tasks[T2].meta["conflicts"]["orientation_conflict"] is True
+    assert tasks[T2].meta["conflict_labels"]["orientation_conflict"] is False
+    # metadata.jsonl's own pre-label wins; the disagreeing yaw stays in conflict_labels
+    assert images[(T2, 0)].meta["prelabel"] == {"yaw": -45, "source": "annotator",
+                                                "yaw_reliable": True, "wind_responsive": True}
+    assert tasks[T2].meta["conflict_labels"]["references"]["Image_0"] == {
+        "yaw": -60, "reason": "the dog looks to the left"}
+    assert tasks[T2].meta["conflict_labels"]["references"]["Image_1"] == {"yaw": "left"}
+    assert images[(T2, 1)].meta["prelabel"] == {"yaw_reliable": False,
+                                                "light_distinctive": False}
+    assert tasks[T3].meta["conflict_labels"]["prelabels"] == [
+        {"index": 0, "wind_responsive": "very"}]
+    warned = {(w.file, w.line, w.field) for w in data.warnings}
+    assert {(LABELS, 1, "orientation_conflict"), (LABELS, 1, "references.Image_0.yaw"),
+            (LABELS, 1, "references.Image_1.yaw"),
+            (LABELS, 2, "prelabels[0].wind_responsive")} <= warned
+    text = next(str(w) for w in data.warnings if w.field == "orientation_conflict")
+    assert "says false but metadata.jsonl says true" in text
+
+
+def test_labels_fill_conflicts_missing_from_metadata(new_release: tuple[Path, dict[str, Any]]):
+    root, _ = new_release
+    items = rows(root)
+    del items[2]["conflicts"]
+    write_rows(root, items)
+    labels = label_rows(root)
+    labels.append({"task_id": T1, "any_conflict": False, "pose_conflict": None})
+    write_labels(root, labels)
+    tasks = {t.task_id: t for t in vif.read(root).tasks}
+    assert tasks[T3].meta["conflicts"] == {"wind_conflict": True}
+    assert tasks[T1].meta["conflicts"]["pose_conflict"] is False  # metadata.jsonl's value
+    assert tasks[T1].meta["conflict_labels"] == {"any_conflict": False, "pose_conflict": None}
+
+
+def test_bad_conflict_label_lines_are_located_errors(tmp_path: Path) -> None:
+    root = tmp_path / "vif-release"
+    make_vif_release(root)
+    items = label_rows(root)
+    items[0]["references"]["Image_7"] = {"yaw": 10}
+    text = "".join(json.dumps(r) + "\n" for r in items)
+    text += "{not json\n" + json.dumps({"id": "v9_n9_99"}) + "\n"
+    text += json.dumps({"id": T3}) + "\n" + json.dumps({"wind_conflict": True}) + "\n"
+    (root / LABELS).write_text(text)
+    problems = refused(root)
+    for start in (
+        "labels/vi_conflicts.jsonl:1: references.Image_7: Image_7 does not exist",
+        "labels/vi_conflicts.jsonl:3: bad JSON",
+        "labels/vi_conflicts.jsonl:4: id: no task 'v9_n9_99'",
+        "labels/vi_conflicts.jsonl:5: id: duplicate row for task 'v3_n3_01' (first on line 2)",
+        "labels/vi_conflicts.jsonl:6: id: missing",
+    ):
+        assert any(p.startswith(start) for p in problems), (start, problems)
+    # and the database is left as it was
+    from bundles import db_checksum
+
+    with Store.open(tmp_path / "project.sqlite") as store:
+        before = db_checksum(store.path)
+        with pytest.raises(ImportRefused):
+            importers.import_path(store, root)
+        assert db_checksum(store.path) == before
+
+
+def test_reserved_keys_in_metadata_are_checked(new_release: tuple[Path, dict[str, Any]]):
+    root, _ = new_release
+    items = rows(root)
+    items[0]["conflicts"]["wind_conflict"] = "no"
+    items[1]["conflicts"]["layout_conflict"] = False
+    items[2]["images"][1]["prelabel"] = {"yaw": "left", "tilt": 3}
+    write_rows(root, items)
+    problems = refused(root)
+    for start in (
+        "metadata.jsonl:1: conflicts.wind_conflict: expected true, false or null",
+        'metadata.jsonl:3: images[1].prelabel.yaw: expected a number of degrees, got "left"',
+        "metadata.jsonl:3: images[1].prelabel.tilt: unknown pre-label field",
+    ):
+        assert any(p.startswith(start) for p in problems), (start, problems)
+    items[0]["conflicts"]["wind_conflict"] = False
+    items[2]["images"][1].pop("prelabel")
+    write_rows(root, items)
+    data = vif.read(root)
+    t2 = {t.task_id: t for t in data.tasks}[T2]
+    assert t2.meta["extra"]["conflicts"] == {"layout_conflict": False}
+    assert "layout_conflict" not in t2.meta["conflicts"]
+    assert any(w.field == "conflicts" and "layout_conflict" in w.message for w in data.warnings)

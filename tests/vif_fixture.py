@@ -11,6 +11,11 @@ orientation "pyramid", a cyan wind / yellow light arrow) and judge texts in the 
   folder and file name uses the older nested form;
 * two generators: ``model-a`` has every image; ``model-b`` lacks the image of ``v6_n2_00``
   (judged anyway -> output without image) and of ``v3_n3_01`` (never judged -> missing);
+* per-task JSON files in several shapes: ``layout.json`` as ``{name: box}`` (normalized)
+  and as pixel boxes on a named canvas, ``arrows.json`` keyed by kind, ``orientations.json``
+  keyed by image name; and ``labels/vi_conflicts.jsonl`` with conflict labels that agree
+  with ``metadata.jsonl`` and per-reference pre-labels in two shapes (an object keyed by
+  ``Image_k``, a list naming its ``index``), beside fields that are kept as they are;
 * two judges, with: a response in markdown (``**Visual Quality:** 7``), a response where a
   criterion appears twice (the last one is the score), a ``scores.jsonl`` row lacking a
   value that the text supplies, a text that disagrees with ``scores.jsonl``, an ``average``
@@ -175,7 +180,9 @@ def make_vif_release(root: Path, *, id_form: str = "new") -> dict[str, Any]:
     (root / t3 / "arrows.json").write_text(
         json.dumps({"wind": [[0.1, 0.5], [0.8, 0.5]], "light": [[0.9, 0.1], [0.2, 0.8]]})
     )
-    (root / t3 / "layout.json").write_text(json.dumps({"Image_0": [0.3, 0.2, 0.8, 0.9]}))
+    (root / t3 / "layout.json").write_text(json.dumps(
+        {"canvas_size": 1024, "boxes": [{"name": "Image_0", "bbox": [307, 205, 819, 922]}]}
+    ))
 
     no_conflict = {
         "orientation_conflict": False,
@@ -229,6 +236,27 @@ def make_vif_release(root: Path, *, id_form: str = "new") -> dict[str, Any]:
         },
     ]
     _write_jsonl(root / "metadata.jsonl", metadata)
+    _write_jsonl(root / "labels" / "vi_conflicts.jsonl", [
+        {
+            "id": meta_id(T2),
+            "orientation_conflict": True,
+            "light_conflict": False,
+            "wind_conflict": False,
+            "pose_conflict": False,
+            "model": "gpt-5",
+            "references": {
+                "Image_0": {"yaw": -60, "yaw_reliable": True, "wind_responsive": True,
+                            "reason": "the dog looks to the left"},
+                "Image_1": {"yaw": 10, "yaw_reliable": False, "lighting_distinctive": False},
+            },
+        },
+        {
+            "id": meta_id(T3),
+            "conflicts": {"wind_conflict": True},
+            "prelabels": [{"index": 0, "wind_responsive": True, "light_distinctive": False,
+                           "notes": "leaves"}],
+        },
+    ])
 
     # ---- generations
     gen = root / "generations"
@@ -329,6 +357,18 @@ def make_vif_release(root: Path, *, id_form: str = "new") -> dict[str, Any]:
         # average of a_gem T2, text vs jsonl of a_gem T3, unparsed b_gpt T2, missing
         # T3/model-b, judged-without-image T2/model-b
         "warnings": 5,
+        # labels/vi_conflicts.jsonl, merged into image and task meta
+        "prelabels": {
+            (T2, 0): {"yaw": -60, "yaw_reliable": True, "wind_responsive": True},
+            (T2, 1): {"yaw": 10, "yaw_reliable": False, "light_distinctive": False},
+            (T3, 0): {"wind_responsive": True, "light_distinctive": False, "notes": "leaves"},
+        },
+        "conflict_labels": {
+            T2: {"orientation_conflict": True, "light_conflict": False, "wind_conflict": False,
+                 "pose_conflict": False, "model": "gpt-5",
+                 "references": {"Image_0": {"reason": "the dog looks to the left"}}},
+            T3: {"conflicts": {"wind_conflict": True}},
+        },
         "scores": {
             ("gpt-5", oid(T2, "model-a"), "visual_quality"): 7,  # from **bold** text too
             ("gpt-5", oid(T3, "model-a"), "scene_coherence"): 8,  # twice in text: last wins

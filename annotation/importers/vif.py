@@ -8,7 +8,8 @@ read here::
     metadata.jsonl                          one task per line (below)
     tasks/<task_id>/Image_k.*               input images (old ids: tasks/v6/n2_00/...)
     tasks/<task_id>/instruction.txt         used when the metadata row has no instruction
-    tasks/<task_id>/{layout,hierarchy,orientations,arrows}.json   opaque, kept in task meta
+    tasks/<task_id>/{layout,hierarchy,orientations,arrows}.json   kept in task meta (below)
+    labels/vi_conflicts.jsonl               optional: conflict labels and pre-labels (below)
     generations/<model>/<task_id>.{png,jpg,jpeg,webp}
     results/<model>/<judge>/scores.jsonl    six snake_case criteria + ``average``
     results/<model>/<judge>/responses/<task_id>.txt   the judge's raw text
@@ -37,6 +38,32 @@ The image ``kind`` is the ``kind`` field, else ``type``, else a reference sub-ro
 of an image entry other than ``file``, ``index``, ``role``, ``kind`` and ``label`` is kept in
 the image's meta.
 
+Per-task JSON files (their contents are unpublished): ``hierarchy.json`` and
+``orientations.json`` are kept, parsed, as they are in ``meta.hierarchy`` and
+``meta.orientations``. When their content is recognizable, ``layout.json``,
+``arrows.json`` and ``orientations.json`` are *also* mapped into the documented shapes of
+``meta.layout`` (``[{subject, box, image?}]``, normalized ``[x0, y0, x1, y1]``),
+``meta.arrows`` (``[{kind, start, end}]``) and ``meta.orientation`` (``[{subject, yaw,
+pitch?}]``), so the conflict rules, the readouts and the overlays read them
+(:func:`map_layout`, :func:`map_arrows`, :func:`map_orientations`; pixel coordinates are
+divided by the canvas size, 1024 unless the file names one). The file content itself is
+then kept in ``meta.layout_raw`` / ``meta.arrows_raw`` when it differs from the mapped
+form. Unrecognizable content is kept only there (``meta.orientations`` for orientations),
+with a warning; it never fails the import.
+
+``labels/vi_conflicts.jsonl`` (optional, shape unpublished): one JSON object per line,
+keyed by the task ``id`` (or ``task_id``). ``*_conflict`` booleans (top level or in a
+``conflicts`` object) fill the task's ``meta.conflicts`` where ``metadata.jsonl`` gives no
+value; ``metadata.jsonl`` stays the published label, and a disagreement is a warning.
+Per-reference pre-label fields (``yaw``, ``yaw_reliable``, ``light_distinctive`` or
+``lighting_distinctive``, ``wind_responsive``, ``pose_distinctive``, with ``notes`` and
+``source``) are taken into that image's ``meta.prelabel`` when they sit in an object
+keyed by ``Image_k`` (or ``k``), or in a list of objects naming their ``index`` /
+``image``. Everything else of the record (including the ``*_conflict`` values) is kept in
+``meta.conflict_labels``. A value that does not fit its field is left there, with a
+warning. Bad JSON, unknown task ids, duplicate rows and image indices the task does not
+have are located errors.
+
 Judge scores: a value in ``scores.jsonl`` wins and the raw text is kept beside it; a value
 missing there is read from the raw text with :func:`parse_vif_scores`; when neither gives a
 score, the judgment is kept with ``score=None`` and ``parse_status="unparsed"`` and a warning
@@ -46,9 +73,12 @@ from the mean of the six criteria by more than :data:`AVERAGE_TOLERANCE`.
 
 from __future__ import annotations
 
+import copy
 import json
+import math
 import os
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -65,10 +95,12 @@ from annotation.records import (
     Task,
     TaskImage,
 )
+from annotation.validate import CONFLICT_LABEL_KEYS, prelabel_problems, task_meta_problems
 
 FORMAT = "vif-bench"
 BENCHMARK = "VIF-Bench"
 METADATA = "metadata.jsonl"
+CONFLICT_LABELS = "labels/vi_conflicts.jsonl"
 
 #: The six criteria, in the paper's order: (name, label).
 CRITERIA: tuple[tuple[str, str], ...] = (
@@ -381,6 +413,321 @@ def _subdirs(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+# ------------------------------------------------- per-task JSON files -> documented meta
+
+#: Canvas side that pixel coordinates refer to when a file names none (Appendix C.3).
+CANVAS_SIZE = 1024
+#: A coordinate above this is a pixel coordinate, not a normalized one.
+PIXEL_THRESHOLD = 1.5
+_CANVAS_KEYS = ("canvas_size", "canvas", "image_size")
+_LIST_KEYS = ("boxes", "items", "subjects", "objects", "entries", "layout", "arrows",
+              "orientations", "orientation")
+_BOX_KEYS = ("box", "bbox", "bounding_box", "xyxy", "rect", "region")
+_NAME_KEYS = ("subject", "name", "label", "object", "entity")
+_INDEX_KEYS = ("image", "index", "image_index", "image_idx")
+_START_KEYS = ("start", "from", "source", "tail", "p0")
+_END_KEYS = ("end", "to", "target", "head", "p1")
+_IMAGE_NAME = re.compile(r"image[_ -]?(\d+)(?:\.[a-z0-9]+)?", re.IGNORECASE)
+_COLOR = re.compile(r"#[0-9A-Fa-f]{6}")
+
+
+def _num(value: Any) -> float | None:
+    """A finite JSON number as float (booleans and strings are not numbers), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def _nums(value: Any, n: int) -> list[float] | None:
+    if not isinstance(value, list | tuple) or len(value) != n:
+        return None
+    out = [_num(v) for v in value]
+    return None if any(v is None for v in out) else out  # type: ignore[return-value]
+
+
+def _first(item: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if item.get(key) is not None:
+            return item[key]
+    return None
+
+
+def image_number(value: Any) -> int | None:
+    """The ``k`` of ``Image_k`` (also ``image_k``, ``Image_k.png``) or of a whole number."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value >= 0 else None
+    if isinstance(value, str):
+        m = _IMAGE_NAME.fullmatch(value.strip())
+        if m:
+            return int(m.group(1))
+        if value.strip().isdigit():
+            return int(value.strip())
+    return None
+
+
+def _canvas(container: Any) -> tuple[float, float]:
+    if isinstance(container, Mapping):
+        value = _first(container, _CANVAS_KEYS)
+        if isinstance(value, Mapping):
+            value = [value.get("width", value.get("w")), value.get("height", value.get("h"))]
+        side = _num(value)
+        wh = [side, side] if side else _nums(value, 2)
+        if wh and wh[0] > 0 and wh[1] > 0:
+            return wh[0], wh[1]
+    return float(CANVAS_SIZE), float(CANVAS_SIZE)
+
+
+def _normalized(values: list[float], canvas: tuple[float, float]) -> list[float]:
+    """Pixel coordinates (any above :data:`PIXEL_THRESHOLD`) divided by the canvas size."""
+    if max(abs(v) for v in values) <= PIXEL_THRESHOLD:
+        return values
+    return [round(v / canvas[i % 2], 6) for i, v in enumerate(values)]
+
+
+def _entries(raw: Any) -> Iterator[tuple[str | None, Any]]:
+    """``(name from the key, item)`` of a list, or of a dict keyed by name; a dict holding
+    its list under ``boxes``/``items``/... is opened."""
+    if isinstance(raw, list | tuple):
+        for item in raw:
+            yield None, item
+    elif isinstance(raw, Mapping):
+        for key in _LIST_KEYS:
+            if isinstance(raw.get(key), list | tuple | Mapping):
+                yield from _entries(raw[key])
+                return
+        for key, item in raw.items():
+            if key not in _CANVAS_KEYS:
+                yield str(key), item
+
+
+def _point(value: Any) -> list[float] | None:
+    if isinstance(value, Mapping):
+        value = [value.get("x"), value.get("y")]
+    return _nums(value, 2)
+
+
+def _rect(value: Any) -> list[float] | None:
+    """``[x0, y0, x1, y1]``, two corner points, or a dict of corners or of x/y/w/h."""
+    if isinstance(value, list | tuple) and len(value) == 2:
+        a, b = _point(value[0]), _point(value[1])
+        return [*a, *b] if a and b else None
+    if isinstance(value, list | tuple):
+        return _nums(value, 4)
+    if isinstance(value, Mapping):
+        for keys in (("x0", "y0", "x1", "y1"), ("xmin", "ymin", "xmax", "ymax"),
+                     ("left", "top", "right", "bottom")):
+            r = _nums([value.get(k) for k in keys], 4)
+            if r:
+                return r
+        xywh = _nums([value.get("x"), value.get("y"), value.get("w", value.get("width")),
+                      value.get("h", value.get("height"))], 4)
+        if xywh:
+            return [xywh[0], xywh[1], round(xywh[0] + xywh[2], 6),
+                    round(xywh[1] + xywh[3], 6)]
+    return None
+
+
+def _valid(key: str, mapped: list[dict[str, Any]], n_images: int) -> bool:
+    return bool(mapped) and not task_meta_problems({key: mapped}, n_images)
+
+
+def map_layout(raw: Any, n_images: int) -> list[dict[str, Any]] | None:
+    """``layout.json`` content as ``meta.layout`` entries ``{subject, box, image?, color?}``,
+    or None when it is not recognizable (then nothing is mapped, never partly).
+
+    Read: ``{name: box}``, a list of objects with a box under ``box``/``bbox``/... and a
+    name under ``subject``/``name``/``label`` (or an image index), or either under a
+    ``boxes``/``items``/... key; a box is ``[x0, y0, x1, y1]``, two corners, or a dict of
+    corners or x/y/w/h; pixel coordinates are divided by the canvas (``canvas_size``, else
+    1024). A name ``Image_k`` (or an ``image``/``index`` field) links the box to the
+    reference ``Image_k``.
+    """
+    canvas = _canvas(raw)
+    if isinstance(raw, Mapping) and _first(raw, _BOX_KEYS) is not None:
+        raw = [raw]
+    out: list[dict[str, Any]] = []
+    for hint, item in _entries(raw):
+        if isinstance(item, Mapping):
+            box = _rect(_first(item, _BOX_KEYS)) or _rect(item)
+            name = _first(item, _NAME_KEYS)
+            name = name if isinstance(name, str) and name.strip() else hint
+            explicit = _first(item, _INDEX_KEYS)
+            index = image_number(explicit) if explicit is not None else image_number(name)
+            color = item.get("color")
+        else:
+            box, name, explicit, color = _rect(item), hint, None, None
+            index = image_number(name)
+        if box is None:
+            return None
+        if index is not None and not 0 <= index < n_images:
+            if explicit is not None:
+                return None
+            index = None
+        subject = name if name else (f"Image_{index}" if index is not None else None)
+        if subject is None:
+            return None
+        entry: dict[str, Any] = {"subject": subject, "box": _normalized(box, canvas)}
+        if index is not None:
+            entry["image"] = index
+        if isinstance(color, str) and _COLOR.fullmatch(color):
+            entry["color"] = color
+        out.append(entry)
+    return out if _valid("layout", out, n_images) else None
+
+
+def _arrow_kind(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    kinds = [k for k in ("wind", "light") if k in value.lower()]
+    return kinds[0] if len(kinds) == 1 else None
+
+
+def _one_arrow(item: Any, hint: str | None) -> dict[str, Any] | None:
+    if isinstance(item, Mapping):
+        kind = _arrow_kind(_first(item, ("kind", "type", "name"))) or _arrow_kind(hint)
+        start, end = _point(_first(item, _START_KEYS)), _point(_first(item, _END_KEYS))
+        points = _first(item, ("points", "line"))
+        if (start is None or end is None) and isinstance(points, list) and len(points) == 2:
+            start, end = _point(points[0]), _point(points[1])
+    else:
+        kind = _arrow_kind(hint)
+        flat = _rect(item) if isinstance(item, list | tuple) else None
+        start, end = (flat[:2], flat[2:]) if flat else (None, None)
+    if kind is None or start is None or end is None:
+        return None
+    return {"kind": kind, "start": start, "end": end}
+
+
+def map_arrows(raw: Any) -> list[dict[str, Any]] | None:
+    """``arrows.json`` content as ``meta.arrows`` entries ``{kind, start, end}``, or None.
+
+    Read: a list of objects with ``kind``/``type`` (a word containing wind or light) and
+    ``start``/``from`` and ``end``/``to`` (or ``points``), one such object, a dict keyed by
+    kind (``{"wind": [[x, y], [x, y]], "light": {...}}``, a value may also be a list of
+    arrows of that kind), or a list under ``arrows``; pixel coordinates are divided by the
+    canvas size.
+    """
+    canvas = _canvas(raw)
+    if isinstance(raw, Mapping) and _first(raw, ("kind", "type")) is not None:
+        raw = [raw]
+    out: list[dict[str, Any]] = []
+    for hint, item in _entries(raw):
+        arrow = _one_arrow(item, hint)
+        if arrow is not None:
+            out.append(arrow)
+        elif (_arrow_kind(hint) and isinstance(item, list | tuple) and item
+              and all(isinstance(x, Mapping | list | tuple) for x in item)):
+            many = [_one_arrow(x, hint) for x in item]
+            if any(a is None for a in many):
+                return None
+            out.extend(a for a in many if a is not None)
+        else:
+            return None
+    for arrow in out:
+        xy = _normalized([*arrow["start"], *arrow["end"]], canvas)
+        arrow["start"], arrow["end"] = xy[:2], xy[2:]
+    return out if _valid("arrows", out, 0) else None
+
+
+def map_orientations(raw: Any, n_images: int) -> list[dict[str, Any]] | None:
+    """``orientations.json`` content as ``meta.orientation`` entries ``{subject, yaw,
+    pitch?, anchor?}``, or None.
+
+    Read: ``{name: {yaw, pitch}}`` (or ``{name: yaw}``), a list of objects with ``yaw``
+    (and ``pitch``) and a name under ``subject``/``name``/``label`` or an image index (then
+    the subject is ``Image_k``), one such object, or either under an ``orientations`` /
+    ``items``/... key.
+    """
+    if isinstance(raw, Mapping) and "yaw" in raw:
+        raw = [raw]
+    out: list[dict[str, Any]] = []
+    for hint, item in _entries(raw):
+        if isinstance(item, Mapping):
+            yaw, pitch = item.get("yaw"), item.get("pitch")
+            name = _first(item, _NAME_KEYS)
+            name = name if isinstance(name, str) and name.strip() else hint
+            explicit = _first(item, _INDEX_KEYS)
+            if not name and explicit is not None:
+                index = image_number(explicit)
+                name = f"Image_{index}" if index is not None and index < n_images else None
+            anchor = _point(item.get("anchor")) if item.get("anchor") is not None else None
+        else:
+            yaw, pitch, name, anchor = item, None, hint, None
+        if _num(yaw) is None or (pitch is not None and _num(pitch) is None) or not name:
+            return None
+        entry: dict[str, Any] = {"subject": name, "yaw": yaw}
+        if pitch is not None:
+            entry["pitch"] = pitch
+        if anchor is not None:
+            entry["anchor"] = anchor
+        out.append(entry)
+    return out if _valid("orientation", out, n_images) else None
+
+
+#: Pre-label field names a ``vi_conflicts.jsonl`` record may use, and the canonical name.
+PRELABEL_ALIASES: dict[str, str] = {
+    "yaw": "yaw",
+    "yaw_reliable": "yaw_reliable",
+    "yaw_reliability": "yaw_reliable",
+    "reliable": "yaw_reliable",
+    "light_distinctive": "light_distinctive",
+    "lighting_distinctive": "light_distinctive",
+    "distinctive_lighting": "light_distinctive",
+    "wind_responsive": "wind_responsive",
+    "wind_responsiveness": "wind_responsive",
+    "pose_distinctive": "pose_distinctive",
+    "distinctive_pose": "pose_distinctive",
+}
+_PRELABEL_TEXT = ("notes", "source")
+
+
+def _entry_index(obj: Mapping[str, Any]) -> int | None:
+    for key in (*_INDEX_KEYS, "file", "name", "reference"):
+        if key in obj:
+            return image_number(obj[key])
+    return None
+
+
+def _reference_objects(record: Mapping[str, Any]
+                       ) -> list[tuple[tuple[Any, ...], int, Mapping[str, Any]]]:
+    """``(path in the record, image index, object)`` of every per-reference object that
+    holds a pre-label field: ``{"Image_0": {...}}``, ``{"refs": {"Image_0" or "0": {...}}}``
+    or ``{"refs": [{"index": 0, ...}]}``."""
+    found: list[tuple[tuple[Any, ...], int, Mapping[str, Any]]] = []
+
+    def has_fields(obj: Any) -> bool:
+        return isinstance(obj, Mapping) and any(k in PRELABEL_ALIASES for k in obj)
+
+    for key, value in record.items():
+        index = image_number(key) if not str(key).strip().isdigit() else None
+        if index is not None and has_fields(value):
+            found.append(((key,), index, value))
+        elif isinstance(value, Mapping) and value:
+            for sub, obj in value.items():
+                k = image_number(sub)
+                if k is not None and has_fields(obj):
+                    found.append(((key, sub), k, obj))
+        elif isinstance(value, list):
+            for n, obj in enumerate(value):
+                if has_fields(obj):
+                    k = _entry_index(obj)
+                    if k is not None:
+                        found.append(((key, n), k, obj))
+    return found
+
+
+def _path_text(path: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p))
+                   for i, p in enumerate(path))
+
+
+def _fits(canonical: str, value: Any) -> bool:
+    if canonical == "yaw":
+        return value is None or (_num(value) is not None and abs(value) <= 360)
+    return value is None or isinstance(value, bool)
+
+
 # --------------------------------------------------------------------------- the reader
 
 
@@ -407,6 +754,7 @@ class _Reader:
         self.tasks: list[Task] = []
         self.images: list[TaskImage] = []
         self.task_ids: set[str] = set()
+        self.task_images: dict[str, list[TaskImage]] = {}
 
     # ---- helpers
 
@@ -469,9 +817,22 @@ class _Reader:
             else:
                 add(METADATA, line, "visual_instruction_types", "expected a list of strings")
         conflicts = row.get("conflicts")
+        unknown_conflicts: dict[str, Any] = {}
         if conflicts is not None:
             if isinstance(conflicts, dict):
-                meta["conflicts"] = conflicts
+                meta["conflicts"] = {}
+                for key, value in conflicts.items():
+                    if key not in CONFLICT_LABEL_KEYS:
+                        unknown_conflicts[key] = value
+                    elif value is None or isinstance(value, bool):
+                        meta["conflicts"][key] = value
+                    else:
+                        add(METADATA, line, f"conflicts.{key}",
+                            f"expected true, false or null, got {_type(value)}")
+                if unknown_conflicts:
+                    self.warn(METADATA, line, "conflicts",
+                              f"unknown conflict labels kept in meta.extra.conflicts: "
+                              f"{', '.join(sorted(unknown_conflicts))}")
             else:
                 add(METADATA, line, "conflicts", f"expected an object, got {_type(conflicts)}")
         experiment = row.get("in_vi_vs_ti_experiment")
@@ -482,12 +843,14 @@ class _Reader:
                 add(METADATA, line, "in_vi_vs_ti_experiment",
                     f"expected a boolean, got {_type(experiment)}")
         extra = {k: v for k, v in row.items() if k not in KNOWN_ROW_KEYS}
+        if unknown_conflicts:
+            extra["conflicts"] = unknown_conflicts
         if extra:
             meta["extra"] = extra
-        if folder:
-            self.read_task_json(folder, meta)
+        files = self.read_task_json(folder) if folder else {}
 
-        self.read_images(line, row, task_id, folder)
+        n_images = self.read_images(line, row, task_id, folder)
+        self.map_task_json(files, meta, n_images)
         if instruction is not None:
             self.tasks.append(Task(task_id, instruction, checklist_id=task_id, meta=meta,
                                    origin=(METADATA, line)))
@@ -519,8 +882,9 @@ class _Reader:
             return None
         return instruction
 
-    def read_task_json(self, folder: str, meta: dict[str, Any]) -> None:
-        """Keep the parsed per-task JSON files found in ``folder`` as opaque meta."""
+    def read_task_json(self, folder: str) -> dict[str, tuple[str, Any]]:
+        """The parsed per-task JSON files found in ``folder``: name -> (path, content)."""
+        found: dict[str, tuple[str, Any]] = {}
         for key in TASK_JSON_FILES:
             rel = f"{folder}/{key}.json"
             if not (self.root / rel).is_file():
@@ -529,20 +893,52 @@ class _Reader:
             if text is None:
                 continue
             try:
-                meta[key] = _loads(text)
+                found[key] = (rel, _loads(text))
             except ValueError as exc:
                 self.problems.add(rel, None, None, _json_error(exc))
+        return found
 
-    def read_images(self, line: int, row: dict[str, Any], task_id: str, folder: str | None) -> None:
-        """Read the row's ``images`` list: locate, probe and classify each image."""
+    def map_task_json(self, files: dict[str, tuple[str, Any]], meta: dict[str, Any],
+                      n_images: int) -> None:
+        """Keep the per-task JSON files in meta, mapped where recognizable (module doc)."""
+        for key, (rel, raw) in files.items():
+            if key == "hierarchy":
+                meta["hierarchy"] = raw
+                continue
+            if key == "orientations":
+                meta["orientations"] = raw
+                mapped = map_orientations(raw, n_images)
+                if mapped is None:
+                    self.warn(rel, None, None, "not recognized as orientations ({subject, yaw, "
+                              "pitch}); kept as is in meta.orientations only")
+                else:
+                    meta["orientation"] = mapped
+                continue
+            mapped = map_layout(raw, n_images) if key == "layout" else map_arrows(raw)
+            if mapped is None:
+                meta[f"{key}_raw"] = raw
+                what = ("layout boxes ({subject, box})" if key == "layout"
+                        else "wind/light arrows ({kind, start, end})")
+                self.warn(rel, None, None,
+                          f"not recognized as {what}; kept as is in meta.{key}_raw only")
+                continue
+            meta[key] = mapped
+            if mapped != raw:
+                meta[f"{key}_raw"] = raw
+
+    def read_images(self, line: int, row: dict[str, Any], task_id: str, folder: str | None
+                    ) -> int:
+        """Read the row's ``images`` list: locate, probe and classify each image.
+
+        Returns the number of image entries of the row."""
         add = self.problems.add
         entries = row.get("images")
         if entries is None:
             add(METADATA, line, "images", "missing")
-            return
+            return 0
         if not isinstance(entries, list):
             add(METADATA, line, "images", f"expected a list, got {_type(entries)}")
-            return
+            return 0
         found: list[TaskImage] = []
         for position, entry in enumerate(entries):
             where = f"images[{position}]"
@@ -568,14 +964,23 @@ class _Reader:
             rel, image = located
             role, kind = classify_image(entry)
             meta = {k: v for k, v in entry.items() if k not in IMAGE_FIELDS}
+            if "prelabel" in meta:
+                problems = prelabel_problems(meta["prelabel"], f"{where}.prelabel")
+                for fld, message in problems:
+                    add(METADATA, line, fld, message)
+                if problems:
+                    continue
             found.append(TaskImage(task_id, index, role, rel, image, kind, label, meta,
                                    origin=(METADATA, line)))
         indices = sorted(i.index for i in found)
         if len(found) == len(entries) and indices != list(range(len(found))):
             add(METADATA, line, "images",
                 f"index values must be 0..{len(found) - 1}, each once (got {indices})")
-            return
-        self.images.extend(sorted(found, key=lambda i: i.index))
+            return len(entries)
+        ordered = sorted(found, key=lambda i: i.index)
+        self.images.extend(ordered)
+        self.task_images[task_id] = ordered
+        return len(entries)
 
     def locate_image(
         self, file: str, folder: str | None, line: int, field: str
@@ -599,6 +1004,112 @@ class _Reader:
         looked = " or ".join(repr(c) for c in dict.fromkeys(candidates))
         self.problems.add(METADATA, line, field, f"file not found: {looked}")
         return None
+
+    # ---- labels/vi_conflicts.jsonl
+
+    def read_conflict_labels(self) -> None:
+        """Merge ``labels/vi_conflicts.jsonl`` (when present) into task and image meta."""
+        rel = CONFLICT_LABELS
+        if not (self.root / rel).exists():
+            return
+        tasks = {t.task_id: t for t in self.tasks}
+        seen: dict[str, int] = {}
+        for line, row in _read_jsonl(self.root, rel, self.problems):
+            key = next((k for k in SCORE_ID_KEYS if k in row), None)
+            raw_id = row.get(key) if key else None
+            if not isinstance(raw_id, str) or not raw_id.strip():
+                self.problems.add(rel, line, key or "id", "missing" if raw_id is None
+                                  else f"expected a string, got {_type(raw_id)}")
+                continue
+            task_id = normalize_task_id(raw_id)
+            if task_id not in self.task_ids:
+                self.problems.add(rel, line, key, f"no task {raw_id!r} in {METADATA}")
+                continue
+            if task_id in seen:
+                self.problems.add(rel, line, key, f"duplicate row for task {task_id!r}"
+                                  f" (first on line {seen[task_id]})")
+                continue
+            seen[task_id] = line
+            if task_id not in tasks:  # its metadata row had errors, already reported
+                continue
+            record = {k: v for k, v in row.items() if k != key}
+            self.merge_conflict_record(rel, line, tasks[task_id], record)
+
+    def merge_conflict_record(self, rel: str, line: int, task: Task,
+                              record: dict[str, Any]) -> None:
+        """One record of ``vi_conflicts.jsonl``: labels, pre-labels, and the rest kept."""
+        rest = copy.deepcopy(record)
+        labels: dict[str, Any] = {}
+        nested = record.get("conflicts")
+        for fld, key, value in [
+            *((k, k, v) for k, v in record.items() if k.endswith("_conflict")),
+            *((f"conflicts.{k}", k, v) for k, v in
+              (nested.items() if isinstance(nested, Mapping) else ())),
+        ]:
+            if value is not None and not isinstance(value, bool):
+                self.warn(rel, line, fld, f"{task.task_id}: expected true, false or null, got "
+                          f"{_type(value)}; kept in meta.conflict_labels only")
+            elif key in CONFLICT_LABEL_KEYS:
+                labels[key] = value
+        published = task.meta.get("conflicts")
+        if isinstance(published, dict):
+            for key, value in labels.items():
+                if key not in published:
+                    published[key] = value
+                elif published[key] != value:
+                    self.warn(rel, line, key,
+                              f"{task.task_id}: says {json.dumps(value)} but {METADATA} says "
+                              f"{json.dumps(published[key])}; {METADATA} is kept as the "
+                              "published label (this one is in meta.conflict_labels)")
+        elif labels:
+            task.meta["conflicts"] = labels
+
+        images = {i.index: i for i in self.task_images.get(task.task_id, [])}
+        n_images = len(images)
+        emptied: list[tuple[Any, ...]] = []
+        for path, index, obj in _reference_objects(record):
+            where = _path_text(path)
+            image = images.get(index)
+            if image is None:
+                self.problems.add(rel, line, where, f"Image_{index} does not exist: task "
+                                  f"{task.task_id!r} has {n_images} image(s)")
+                continue
+            current = image.meta.get("prelabel")
+            prelabel = dict(current) if isinstance(current, Mapping) else {}
+            if "lighting_distinctive" in prelabel and "light_distinctive" not in prelabel:
+                prelabel["light_distinctive"] = prelabel.pop("lighting_distinctive")
+            taken: list[str] = []
+            for name, value in obj.items():
+                canonical = PRELABEL_ALIASES.get(name, name if name in _PRELABEL_TEXT else None)
+                if canonical is None:
+                    continue
+                ok = isinstance(value, str) if name in _PRELABEL_TEXT else _fits(canonical,
+                                                                                  value)
+                if not ok:
+                    self.warn(rel, line, f"{where}.{name}",
+                              f"{task.task_id}: {_type(value)} does not fit {canonical}; "
+                              "kept in meta.conflict_labels only")
+                elif canonical in prelabel and prelabel[canonical] != value:
+                    self.warn(rel, line, f"{where}.{name}",
+                              f"{task.task_id}: Image_{index} says {json.dumps(value)} but "
+                              f"{METADATA} says {json.dumps(prelabel[canonical])}; "
+                              f"{METADATA} is kept (this one is in meta.conflict_labels)")
+                else:
+                    prelabel[canonical] = value
+                    taken.append(name)
+            if taken:
+                image.meta["prelabel"] = prelabel
+                left = _lookup(rest, path)
+                for name in taken:
+                    left.pop(name, None)
+                if not set(left) - {*_INDEX_KEYS, "file", "name", "reference"}:
+                    emptied.append(path)
+        # last first, so list positions still hold while entries are removed
+        for path in sorted(emptied, key=lambda p: [(0, x) if isinstance(x, int) else (1, str(x))
+                                                  for x in p], reverse=True):
+            _remove(rest, path)
+        if rest:
+            task.meta["conflict_labels"] = rest
 
     # ---- generations
 
@@ -767,6 +1278,8 @@ class _Reader:
         if not (self.root / METADATA).is_file():
             raise ImportRefused([Problem(METADATA, None, None, "file not found")])
         self.read_metadata()
+        if not self.problems.full:
+            self.read_conflict_labels()
         generations = self.read_generations() if not self.problems.full else {}
         judged = self.read_results() if not self.problems.full else {}
         if self.problems.items:
@@ -821,6 +1334,20 @@ class _Reader:
         )
 
 
+def _lookup(record: Any, path: tuple[Any, ...]) -> dict[str, Any]:
+    for part in path:
+        record = record[part]
+    return record
+
+
+def _remove(record: dict[str, Any], path: tuple[Any, ...]) -> None:
+    """Remove the object at ``path``, and its container when that becomes empty."""
+    container = _lookup(record, path[:-1]) if len(path) > 1 else record
+    del container[path[-1]]
+    if len(path) > 1 and not container:
+        del record[path[0]]
+
+
 def read(root: Path) -> ProjectData:
     """Read a VIF-Bench release folder into validated records.
 
@@ -837,6 +1364,10 @@ __all__ = [
     "CRITERION_NAMES",
     "classify_image",
     "detect",
+    "image_number",
+    "map_arrows",
+    "map_layout",
+    "map_orientations",
     "normalize_task_id",
     "parse_vif_scores",
     "read",
