@@ -26,6 +26,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from annotation import auth, project_files
@@ -157,33 +158,32 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_conflicts(args: argparse.Namespace) -> int:
-    from annotation.conflict_results import write_conflict_report
-
+def _write_results(args: argparse.Namespace, writer: Callable[[Store, Path], list[Path]]
+                   ) -> int:
+    """Run ``writer(store, out_dir)`` on an existing project; print the files written."""
     if not Path(args.db).exists():
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     with Store.open(args.db) as store:
-        written = write_conflict_report(store, Path(args.out))
+        written = writer(store, Path(args.out))
     if not args.quiet:
         for path in written:
             print(path)
     return 0
+
+
+def cmd_conflicts(args: argparse.Namespace) -> int:
+    """Conflict-label verification results: verified_labels.jsonl and the CSVs."""
+    from annotation.conflict_results import write_conflict_report
+
+    return _write_results(args, write_conflict_report)
 
 
 def cmd_trees(args: argparse.Namespace) -> int:
     """Diagnostic-tree results (annotation.tree_results): CSVs and reviews.jsonl."""
     from annotation.tree_results import write_tree_report
 
-    if not Path(args.db).exists():
-        print(f"{args.db}: no such database", file=sys.stderr)
-        return 1
-    with Store.open(args.db) as store:
-        written = write_tree_report(store, Path(args.out))
-    if not args.quiet:
-        for path in written:
-            print(path)
-    return 0
+    return _write_results(args, write_tree_report)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -273,17 +273,8 @@ def verified_labels_jsonl(store: Store) -> str:
 
 def write_conflict_report(store: Store, out: Path) -> list[Path]:
     """Write ``verified_labels.jsonl`` and one CSV per table of :func:`conflict_tables`
-    (text cells that start with = + - @ are neutralized against formula injection)."""
-    from annotation.report import _neutralize
+    (text cells that a spreadsheet would run as a formula are neutralized)."""
+    from annotation.report import write_csvs
 
-    out.mkdir(parents=True, exist_ok=True)
-    tables = conflict_tables(store)
-    written = []
-    path = out / "verified_labels.jsonl"
-    path.write_text(verified_labels_jsonl(store), encoding="utf-8")
-    written.append(path)
-    for name, table in tables.items():
-        path = out / f"{name}.csv"
-        table.map(_neutralize).to_csv(path, index=False)
-        written.append(path)
-    return written
+    return write_csvs(conflict_tables(store), out,
+                      {"verified_labels.jsonl": verified_labels_jsonl(store)})

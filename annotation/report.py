@@ -206,14 +206,27 @@ def neutralize_table(table: pd.DataFrame) -> pd.DataFrame:
     return safe
 
 
-def write_report(tables: dict[str, pd.DataFrame], out: Path, *, title: str) -> list[Path]:
-    """Write ``<name>.csv`` for every table and a standalone ``report.html``."""
+def write_csvs(tables: dict[str, pd.DataFrame], out: Path,
+               texts: dict[str, str] | None = None) -> list[Path]:
+    """Write ``texts`` (``{file name: content}``, e.g. a JSONL export) and ``<name>.csv`` for
+    every table, neutralized against formula injection (:func:`neutralize_table`)."""
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    for name, text in (texts or {}).items():
+        path = out / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
     for name, table in tables.items():
         path = out / f"{name}.csv"
         neutralize_table(table).to_csv(path, index=False)
         written.append(path)
+    return written
+
+
+def write_report(tables: dict[str, pd.DataFrame], out: Path, *, title: str) -> list[Path]:
+    """Write ``<name>.csv`` for every table and a standalone ``report.html``."""
+    written = write_csvs(tables, out)
     path = out / "report.html"
     path.write_text(report_html(tables, title=title), encoding="utf-8")
     written.append(path)

@@ -84,3 +84,43 @@ def choose_next(store: Store, tables: Tables, person: str, eligible: list[str], 
                 " DO UPDATE SET expires_at = excluded.expires_at",
                 [choice, person, stamp, expires])
     return choice
+
+
+def previous_unit(store: Store, tables: Tables, person: str, current: str | None
+                  ) -> str | None:
+    """The unit ``person`` submitted just before ``current`` (or their last one): where the
+    Back key goes."""
+    t = tables
+    done = [r[0] for r in store.conn.execute(
+        f"SELECT {t.unit} FROM {t.submissions} WHERE {t.person} = ?"
+        " ORDER BY submitted_at, rowid", [person])]
+    if current in done:
+        i = done.index(current)
+        return done[i - 1] if i > 0 else None
+    return done[-1] if done else None
+
+
+def submission_counts(store: Store, tables: Tables) -> dict[str, int]:
+    """Distinct people who submitted each unit."""
+    t = tables
+    return dict(store.conn.execute(
+        f"SELECT {t.unit}, count(*) FROM {t.submissions} GROUP BY {t.unit}").fetchall())
+
+
+def personal_progress(store: Store, tables: Tables, person: str, eligible: list[str],
+                      overlap: int) -> tuple[int, int]:
+    """(units ``person`` submitted, those + the units still open to them)."""
+    t = tables
+    counts = submission_counts(store, tables)
+    mine = {r[0] for r in store.conn.execute(
+        f"SELECT {t.unit} FROM {t.submissions} WHERE {t.person} = ?", [person])}
+    done = sum(1 for u in eligible if u in mine)
+    open_to_me = sum(1 for u in eligible if u not in mine and counts.get(u, 0) < overlap)
+    return done, done + open_to_me
+
+
+def overall_progress(store: Store, tables: Tables, eligible: list[str], overlap: int
+                     ) -> tuple[int, int]:
+    """(submissions counted toward overlap, eligible units x overlap)."""
+    counts = submission_counts(store, tables)
+    return (sum(min(counts.get(u, 0), overlap) for u in eligible), len(eligible) * overlap)

@@ -498,12 +498,12 @@ def failure_reasons(pairs: pd.DataFrame) -> pd.DataFrame:
 def overall_progress(store: Store) -> tuple[int, int, int]:
     """``(done, needed, units)``: submitted reviews that count towards the overlap (at
     most ``overlap`` per tree unit), ``units x overlap``, and the number of tree units."""
-    overlap = get_settings(store).overlap
+    from annotation import routing
+    from annotation.tree_review import _TABLES
+
     units = tree_units(store)
-    counts = dict(store.conn.execute(
-        "SELECT output_id, count(*) FROM tree_submissions GROUP BY output_id").fetchall())
-    done = sum(min(counts.get(u, 0), overlap) for u in units)
-    return done, len(units) * overlap, len(units)
+    done, needed = routing.overall_progress(store, _TABLES, units, get_settings(store).overlap)
+    return done, needed, len(units)
 
 
 def progress_by_reviewer(store: Store) -> pd.DataFrame:
@@ -625,21 +625,11 @@ def reviews_jsonl(store: Store, judge: str | None = None) -> str:
 
 def write_tree_report(store: Store, out: Path, judge: str | None = None) -> list[Path]:
     """Write ``reviews.jsonl`` and one CSV per table of :func:`tree_tables` (text cells
-    that start with = + - @ are neutralized against formula injection)."""
-    from annotation.report import _neutralize
+    that a spreadsheet would run as a formula are neutralized)."""
+    from annotation.report import write_csvs
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     tables, jsonl = tree_report(store, judge)
-    written = []
-    path = out / "reviews.jsonl"
-    path.write_text(jsonl, encoding="utf-8")
-    written.append(path)
-    for name, table in tables.items():
-        path = out / f"{name}.csv"
-        table.map(_neutralize).to_csv(path, index=False)
-        written.append(path)
-    return written
+    return write_csvs(tables, out, {"reviews.jsonl": jsonl})
 
 
 # ------------------------------------------------------------------------ figures

@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from annotation import routing
 from annotation.routing import Tables, choose_next
 from annotation.store import Store, append_audit, dumps, now_iso
 from annotation.trees import (
@@ -47,6 +48,7 @@ NOT_A_FAILURE = "not_a_failure"
 DEFAULT_OVERLAP = 1
 DEFAULT_RESERVATION_MINUTES = 30
 _SETTINGS_KEY = "tree_review"
+#: where tree review keeps reservations and submissions (used by tree_results too)
 _TABLES = Tables(reservations="tree_reservations", submissions="tree_submissions",
                  unit="output_id", person="reviewer", answers=("tree_reviews",))
 
@@ -195,25 +197,14 @@ def submit_tree(store: Store, reviewer: str, output_id: str) -> None:
 
 
 def previous_tree(store: Store, reviewer: str, current: str | None) -> str | None:
-    done = [r[0] for r in store.conn.execute(
-        "SELECT output_id FROM tree_submissions WHERE reviewer = ? ORDER BY submitted_at, rowid",
-        [reviewer])]
-    if current in done:
-        i = done.index(current)
-        return done[i - 1] if i > 0 else None
-    return done[-1] if done else None
+    """The tree submitted just before ``current`` (or the last submitted one)."""
+    return routing.previous_unit(store, _TABLES, reviewer, current)
 
 
 def personal_progress(store: Store, reviewer: str) -> tuple[int, int]:
-    settings = get_settings(store)
-    units = tree_units(store)
-    counts = dict(store.conn.execute(
-        "SELECT output_id, count(*) FROM tree_submissions GROUP BY output_id").fetchall())
-    mine = {r[0] for r in store.conn.execute(
-        "SELECT output_id FROM tree_submissions WHERE reviewer = ?", [reviewer])}
-    done = sum(1 for u in units if u in mine)
-    open_to_me = sum(1 for u in units if u not in mine and counts.get(u, 0) < settings.overlap)
-    return done, done + open_to_me
+    """(trees this reviewer submitted, trees still open to them + submitted)."""
+    return routing.personal_progress(store, _TABLES, reviewer, tree_units(store),
+                                     get_settings(store).overlap)
 
 
 def review_table(item: TreeItem, failing: list[FailingInstance], reviews: Mapping[str, Review],

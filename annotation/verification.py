@@ -37,6 +37,7 @@ from typing import Any
 
 import pandas as pd
 
+from annotation import routing
 from annotation.conflicts import (
     CONFLICT_KEYS,
     Decision,
@@ -481,13 +482,7 @@ def is_submitted(store: Store, verifier: str, task_id: str) -> bool:
 
 def previous_task(store: Store, verifier: str, current: str | None) -> str | None:
     """The task submitted just before ``current`` (or the last submitted one)."""
-    done = [r[0] for r in store.conn.execute(
-        "SELECT task_id FROM verify_submissions WHERE verifier = ?"
-        " ORDER BY submitted_at, rowid", [verifier])]
-    if current in done:
-        i = done.index(current)
-        return done[i - 1] if i > 0 else None
-    return done[-1] if done else None
+    return routing.previous_unit(store, _TABLES, verifier, current)
 
 
 # ------------------------------------------------------------------------ time, progress
@@ -508,26 +503,14 @@ def _add_time(conn: Any, active: tuple[int, float] | None) -> None:
 
 def personal_progress(store: Store, verifier: str) -> tuple[int, int]:
     """(tasks this verifier submitted, tasks still open to them + submitted)."""
-    settings = get_settings(store)
-    eligible = verifiable_tasks(store)
-    counts = dict(store.conn.execute(
-        "SELECT task_id, count(*) FROM verify_submissions GROUP BY task_id").fetchall())
-    mine = {r[0] for r in store.conn.execute(
-        "SELECT task_id FROM verify_submissions WHERE verifier = ?", [verifier])}
-    done = sum(1 for t in eligible if t in mine)
-    open_to_me = sum(1 for t in eligible
-                     if t not in mine and counts.get(t, 0) < settings.overlap)
-    return done, done + open_to_me
+    return routing.personal_progress(store, _TABLES, verifier, verifiable_tasks(store),
+                                     get_settings(store).overlap)
 
 
 def overall_progress(store: Store) -> tuple[int, int]:
     """(verifications counted toward overlap, verifiable tasks x overlap)."""
-    settings = get_settings(store)
-    eligible = verifiable_tasks(store)
-    counts = dict(store.conn.execute(
-        "SELECT task_id, count(*) FROM verify_submissions GROUP BY task_id").fetchall())
-    return (sum(min(counts.get(t, 0), settings.overlap) for t in eligible),
-            len(eligible) * settings.overlap)
+    return routing.overall_progress(store, _TABLES, verifiable_tasks(store),
+                                    get_settings(store).overlap)
 
 
 def progress_by_verifier(store: Store) -> pd.DataFrame:
