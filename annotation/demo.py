@@ -1,10 +1,16 @@
 """A synthetic, deterministic demo bundle: VIF-Bench style tasks with TRACE-style checklists.
 
 :func:`build_demo_bundle` writes a complete bundle (``docs/bundle-format.md``) so every page
-of the app has something real to show without any download: nine multi-reference tasks with
+of the app has something real to show without any download: ten multi-reference tasks with
 drawn reference images and visual instructions (:mod:`annotation.vi_draw`), outputs of three
 generators with deliberate flaws, the scores and yes/no answers of three VLM judges (with
 VIF-style raw text) and the answers of three human annotators, including corrected answers.
+
+One task (``demo-10``, :data:`TREE_TASK`) carries a TRACE-Bench diagnostic tree
+(``meta.tree_nodes``, :data:`TREE_NODES`): every generator has an output per node
+(``meta.node``), drawn to show what the node keeps, and gpt-5 (:data:`TREE_JUDGE`) answers
+each node's retained questions, with two mistakes for a reviewer to catch
+(:data:`TREE_MISTAKES`). The designed localizations are described above :data:`TREE_TASK`.
 
 Every reference carries VIF-Bench conflict pre-labels (``meta.prelabel``: yaw and its
 reliability, ``light_distinctive``, ``wind_responsive``, ``pose_distinctive``, ``notes``,
@@ -1212,10 +1218,237 @@ TASKS: tuple[TaskSpec, ...] = (
             "qwen-image-edit": ["identity:dancer", "residue:dancer"],
         },
     ),
+    # demo-10: the task with a diagnostic tree (see TREE_NODES below).
+    TaskSpec(
+        task_id="demo-10",
+        instruction="Dress the person from Image_0 in the orange-and-white striped shirt of "
+        "Image_1 and show them standing beside the red cat of Image_2 on the night street of "
+        "Image_3. Place each subject inside its box of the layout in Image_4 (red box: "
+        f"person, blue box: cat). Only the shirt gets the stripes. {NO_MARKS}",
+        refs=[
+            ("person", "person with red scarf"),
+            ("sub:shirt", "striped shirt"),
+            ("cat", "red cat"),
+            ("scene:night_city", "night street"),
+        ],
+        layout=[("person", [0.06, 0.12, 0.46, 0.94]), ("cat", [0.54, 0.52, 0.94, 0.92])],
+        formula="C(f1⊕g1, f2)⊕g_bg",
+        background="night_city",
+        questions=[
+            Q(
+                "Is the person from Image_0 present (same face, hair and red scarf)?",
+                "f",
+                "f1",
+                "the person of Image_0 is there",
+                "the person's hair and scarf differ from Image_0",
+                ("missing:person", "identity:person"),
+            ),
+            Q(
+                "Does the person wear the orange-and-white striped shirt of Image_1?",
+                "⊕",
+                "f1⊕g1",
+                "the person wears the striped shirt",
+                "the shirt has no stripes: it is not the shirt of Image_1",
+                ("missing:person", "no_pattern"),
+            ),
+            Q(
+                "Do the shirt's stripes also appear on anything other than the person's shirt "
+                "(the cat, the ground)?",
+                "⊕",
+                "f1⊕g1, exclusivity",
+                "only the shirt is striped",
+                "the stripes leak onto the cat",
+                ("pattern_leak",),
+                pass_answer="no",
+            ),
+            Q(
+                "Is the red cat from Image_2 present, with its red fur?",
+                "f",
+                "f2",
+                "the red cat of Image_2 is there",
+                "the cat's fur is not the red of Image_2",
+                ("missing:cat", "identity:cat"),
+            ),
+            Q(
+                "Is the background the night street of Image_3?",
+                "g",
+                "g_bg",
+                "the night street is kept",
+                "the background changed",
+            ),
+            Q(
+                "Does any subject appear more times than intended?",
+                "C",
+                "C, duplication",
+                "each subject appears once",
+                "a subject is duplicated",
+                ("duplicate:person", "duplicate:cat"),
+                pass_answer="no",
+            ),
+        ],
+        defects={  # the root (N0) of its tree; the nodes: TREE_DEFECTS
+            "nano-banana": ["identity:cat"],  # the neon light of the street recolours the cat
+            "gpt-image-1": ["pattern_leak", "identity:cat"],  # the stripes land on the cat
+            "qwen-image-edit": ["identity:person", "no_pattern", "blur"],
+        },
+    ),
 )
 
 #: Outputs that exist and were judged but whose image is not in the bundle.
 IMAGE_NOT_AT_HAND = {("demo-03", "qwen-image-edit")}
+
+# ---------------------------------------------------------------------- diagnostic tree
+#
+# TRACE-Bench (seed 002, Sec. 3.5, Appendix C.2-C.3) decomposes a failing case into simpler
+# cases, generates and judges each one again and localizes every failure at the first node
+# where it passes. The demo carries one such tree, on TREE_TASK ``C(f1⊕g1, f2)⊕g_bg``: the
+# person f1 wearing the striped shirt g1, the red cat f2, the night street g_bg.
+#
+#   N0    C(f1⊕g1, f2)⊕g_bg   the full case (the task's own outputs)
+#   N1    C(f1⊕g1, f2)        Rule 1 strips the background: plain studio
+#   N2a   f1⊕g1               Rule 2 keeps the person branch; the cat only as text
+#   N2b   f2                  Rule 2 keeps the cat branch; the person only as text
+#   N3a1  f1                  Rule 4 removes the shirt from N2a: the person as referenced
+#
+# Every generator has one output per node (``meta.node``), drawn at TREE_NODE_SIZE, and
+# TREE_JUDGE answers each node's retained questions. With its answers the automatic
+# localization (annotation.trees.automatic_localization) gives:
+#
+# * nano-banana: at N0 the street's magenta neon light recolours the cat; on the plain
+#   background of N1 it is red again: f2 -> Global Reference (N1). gpt-5 also claims a
+#   second cat at N0 (a judge mistake: the reviewer answers "not a failure"), which passes
+#   at N1 too, so the automatic localization calls it Global Reference.
+# * gpt-image-1: the shirt's stripes leak onto the cat (source leakage) at N0 and N1; with
+#   the cat only in the text (N2a) the stripes stay on the shirt, and the cat alone (N2b)
+#   is red: the exclusivity of f1⊕g1 -> Joint Composition (N2a), f2 -> Joint Composition
+#   (N2b).
+# * qwen-image-edit: the person's hair and scarf drift at every node, down to the person
+#   alone (N3a1): f1 -> Persistent Failure. The shirt is never striped either, but gpt-5
+#   wrongly sees the stripes at N2a (a judge mistake), so the automatic localization says
+#   Joint Composition (N2a) where the images show a persistent failure.
+#
+# Every other instance passes at the root: Stable Success.
+
+TREE_TASK = "demo-10"
+TREE_NODE_SIZE = 384
+#: The tree of TREE_TASK as written into its ``meta.tree_nodes``: what
+#: annotation.decompose computes for the formula (tests/test_demo_tree.py checks it), with
+#: the prompt a researcher sends the generator for each node (with the references the node
+#: keeps, named as in the task). ``questions``: retained question numbers.
+TREE_NODES: tuple[dict[str, Any], ...] = (
+    {
+        "id": "N0",
+        "parent": None,
+        "rule": None,
+        "removed": [],
+        "formula": "C(f1⊕g1, f2)⊕g_bg",
+        "prompt": "The person of Image_0 wears the orange-and-white striped shirt of Image_1 "
+        "and stands beside the red cat of Image_2 on the night street of Image_3, each in "
+        "its box of Image_4.",
+        "questions": [1, 2, 3, 4, 5, 6],
+    },
+    {
+        "id": "N1",
+        "parent": "N0",
+        "rule": 1,
+        "removed": ["g_bg"],
+        "formula": "C(f1⊕g1, f2)",
+        "prompt": "The person of Image_0 wears the orange-and-white striped shirt of Image_1 "
+        "and stands on the left; the red cat of Image_2 sits on the right. Plain studio "
+        "background.",
+        "questions": [1, 2, 3, 4, 6],
+    },
+    {
+        "id": "N2a",
+        "parent": "N1",
+        "rule": 2,
+        "removed": ["f2"],
+        "formula": "f1⊕g1",
+        "prompt": "The person of Image_0 wears the orange-and-white striped shirt of Image_1 "
+        "and stands on the left; a small cat sits on the right. Plain studio background.",
+        "questions": [1, 2, 3],
+    },
+    {
+        "id": "N2b",
+        "parent": "N1",
+        "rule": 2,
+        "removed": ["f1⊕g1"],
+        "formula": "f2",
+        "prompt": "The red cat of Image_2 sits on the right; a person in a striped shirt "
+        "stands on the left. Plain studio background.",
+        "questions": [4],
+    },
+    {
+        "id": "N3a1",
+        "parent": "N2a",
+        "rule": 4,
+        "removed": ["g1"],
+        "formula": "f1",
+        "prompt": "The person of Image_0, dressed as in the photo, stands on the left; a "
+        "small cat sits on the right. Plain studio background.",
+        "questions": [1],
+    },
+)
+#: What a node shows: (background, the person, the cat). ``reference`` = drawn from the
+#: reference images; ``text`` = only described in the node prompt (a generic stand-in);
+#: ``shirt`` = the person of Image_0 wearing the striped shirt.
+TREE_SCENES: dict[str, tuple[str, str, str]] = {
+    "N0": ("night_city", "shirt", "reference"),
+    "N1": ("studio", "shirt", "reference"),
+    "N2a": ("studio", "shirt", "text"),
+    "N2b": ("studio", "text", "reference"),
+    "N3a1": ("studio", "reference", "text"),
+}
+#: Flaws drawn into each non-root node output (the root's are TREE_TASK's ``defects``).
+TREE_DEFECTS: dict[str, dict[str, list[str]]] = {
+    "nano-banana": {"N1": [], "N2a": [], "N2b": [], "N3a1": []},
+    "gpt-image-1": {"N1": ["pattern_leak", "identity:cat"], "N2a": [], "N2b": [], "N3a1": []},
+    "qwen-image-edit": {
+        "N1": ["identity:person", "no_pattern", "blur"],
+        "N2a": ["identity:person", "no_pattern", "blur"],
+        "N2b": ["blur"],
+        "N3a1": ["identity:person", "blur"],
+    },
+}
+#: The judge run on the tree: it answers every node output (and the root, as drawn), so
+#: the tree pages pick it by default (the judge with the most node answers). The other
+#: judges answer the root outputs only, as for every task.
+TREE_JUDGE = "gpt-5"
+#: Judge mistakes on the tree: (judge, generator, node, question number) -> (answer, raw).
+TREE_MISTAKES: dict[tuple[str, str, str, int], tuple[str, str]] = {
+    ("gpt-5", "nano-banana", "N0", 6): (
+        "yes",
+        "yes. a second cat seems to sit under the neon sign",
+    ),
+    ("gpt-5", "qwen-image-edit", "N2a", 2): (
+        "yes",
+        "yes. the person wears an orange shirt with white stripes",
+    ),
+}
+
+
+def tree_defects(gen: str, node: str) -> list[str]:
+    """The flaws drawn into ``gen``'s output of ``node`` of the demo tree."""
+    if node == "N0":
+        return next(s for s in TASKS if s.task_id == TREE_TASK).defects[gen]
+    return TREE_DEFECTS[gen][node]
+
+
+def tree_nodes_meta(spec: TaskSpec) -> list[dict[str, Any]]:
+    """TREE_NODES as ``meta.tree_nodes`` entries (question ids instead of numbers)."""
+    return [
+        {**n, "questions": [f"{spec.task_id}.q{k}" for k in n["questions"]]} for n in TREE_NODES
+    ]
+
+
+def _tree_answer(judge: str, gen: str, node: str, n: int, q: Q) -> tuple[str, str]:
+    """A tree judge's answer to question ``n`` on ``gen``'s ``node`` output, and its text:
+    what is drawn, except the TREE_MISTAKES."""
+    mistake = TREE_MISTAKES.get((judge, gen, node, n))
+    if mistake is not None:
+        return mistake
+    answer = _answer(q, set(tree_defects(gen, node)))
+    return answer, f"{answer}. {q.ok if answer == q.pass_answer else q.bad}"
 
 # ------------------------------------------------------------------------ hidden truth
 
@@ -1294,6 +1527,7 @@ ANNOTATOR_SKIPS: dict[str, set[tuple[str, str]]] = {
         ("demo-04", "nano-banana"),
         ("demo-05", "nano-banana"),
         ("demo-06", "qwen-image-edit"),
+        ("demo-10", "nano-banana"),
     },
 }
 #: (annotator, task, generator, question number or criterion, first, corrected, note)
@@ -1442,6 +1676,8 @@ def _facing(spec: TaskSpec, subject: str, defects: Sequence[str]) -> str:
 
 def render_output(spec: TaskSpec, gen: str, size: int = SIZE) -> Image.Image:
     """Compose a synthetic output of ``gen`` for ``spec``, with its defects drawn in."""
+    if spec.task_id == TREE_TASK:
+        return render_tree_node(spec, gen, "N0", size)
     defects = spec.defects[gen]
     rng = random.Random(f"{SEED}/{spec.task_id}/{gen}")
     img = scene(spec.background, size).convert("RGBA")
@@ -1525,6 +1761,89 @@ def render_output(spec: TaskSpec, gen: str, size: int = SIZE) -> Image.Image:
     out = img.convert("RGB")
     if "blur" in defects:
         out = out.filter(ImageFilter.GaussianBlur(2.2))
+    return out
+
+
+def _banded(sprite: Image.Image, color: str = "white", every: float = 22.0) -> Image.Image:
+    """The sprite with horizontal bands of ``color`` across its shape (a leaked pattern)."""
+    s = sprite.width / 512
+    bands = Image.new("RGBA", sprite.size, (0, 0, 0, 0))
+    d = ImageDraw.Draw(bands)
+    y = 6 * s
+    while y < sprite.height:
+        d.rectangle([0, y, sprite.width, y + 9 * s], fill=color)
+        y += every * s
+    out = sprite.copy()
+    out.paste(bands, (0, 0), ImageChops.multiply(bands.getchannel("A"), sprite.getchannel("A")))
+    return out
+
+
+def _tree_person(kind: str, defects: Sequence[str]) -> Image.Image:
+    if kind == "text":  # "a person in a striped shirt": no reference, a generic person
+        return sprite_person(shirt="#2F6DB5", stripes=True, hair="#1B1B1B", scarf=None)
+    identity = "identity:person" in defects
+    return sprite_person(
+        shirt="#F77F00",
+        stripes=kind == "shirt" and "no_pattern" not in defects,
+        hair="#D9B44A" if identity else "#4A2C17",
+        scarf="#2E7D32" if identity else "#C1121F",
+    )
+
+
+def _tree_cat(kind: str, defects: Sequence[str]) -> Image.Image:
+    if kind == "text":  # "a small cat": no reference, a generic grey cat
+        return sprite_cat("#9A9AA4")
+    if "pattern_leak" in defects:  # the shirt's stripes land on the cat
+        return _banded(sprite_cat("#F77F00"))
+    if "identity:cat" in defects:  # recoloured by the magenta neon light of the street
+        return sprite_cat("#8E3FA8")
+    return sprite_cat("#D62828")
+
+
+def render_tree_node(spec: TaskSpec, gen: str, node: str, size: int = TREE_NODE_SIZE
+                     ) -> Image.Image:
+    """``gen``'s output for ``node`` of the demo tree: what the node keeps (TREE_SCENES),
+    with the flaws of :func:`tree_defects` drawn in."""
+    defects = tree_defects(gen, node)
+    background, person, cat = TREE_SCENES[node]
+    rng = random.Random(f"{SEED}/{spec.task_id}/{gen}/{node}")
+    s = size / 512
+    img = scene(background, size).convert("RGBA")
+    boxes = {}
+    for subject, box in spec.layout:  # each generator places the subjects a little apart
+        dx, dy = rng.uniform(-0.03, 0.03), rng.uniform(-0.02, 0.0)
+        boxes[subject] = [box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy]
+    if background == "night_city" and "identity:cat" in defects and "pattern_leak" not in defects:
+        # a pool of the neon sign's magenta light around the cat, which it recolours
+        x0, y0, x1, y1 = boxes["cat"]
+        pool = Image.new("RGBA", (size, size), (255, 63, 210, 0))
+        ImageDraw.Draw(pool).ellipse(
+            [(x0 - 0.08) * size, (y0 - 0.16) * size, (x1 + 0.08) * size, (y1 + 0.04) * size],
+            fill=(255, 63, 210, 120),
+        )
+        img = Image.alpha_composite(img, pool.filter(ImageFilter.GaussianBlur(size / 14)))
+    for subject, sprite in (
+        ("person", _tree_person(person, defects)),
+        ("cat", _tree_cat(cat, defects)),
+    ):
+        content, x, y = _fit(sprite, boxes[subject], size)
+        shadow = Image.new("RGBA", (size, size), (0, 0, 0, 0))
+        ImageDraw.Draw(shadow).ellipse(
+            [
+                x + content.width * 0.1,
+                y + content.height - 10 * s,
+                x + content.width * 0.9,
+                y + content.height + 8 * s,
+            ],
+            fill=(0, 0, 0, 70),
+        )
+        img = Image.alpha_composite(img, shadow.filter(ImageFilter.GaussianBlur(4 * s)))
+        img.alpha_composite(content, (x, y))
+    if gen == "gpt-image-1":  # its warm, yellowish cast
+        img = Image.alpha_composite(img, Image.new("RGBA", img.size, (255, 200, 80, 22)))
+    out = img.convert("RGB")
+    if "blur" in defects:
+        out = out.filter(ImageFilter.GaussianBlur(2.2 * s))
     return out
 
 
@@ -1668,6 +1987,8 @@ def _task_records(spec: TaskSpec, out_dir: Path, written: set[str]) -> dict[str,
         meta["arrows"] = spec.arrows
     if spec.pose:
         meta["pose"] = {"subject": spec.pose, "image": len(spec.refs) + len(vi) - 1}
+    if spec.task_id == TREE_TASK:
+        meta["tree_nodes"] = tree_nodes_meta(spec)
     meta.update(spec.extra_meta)
     record = {
         "task_id": spec.task_id,
@@ -1804,6 +2125,10 @@ def build_demo_bundle(out_dir: Path) -> None:
                     for t in defects
                     if _kind_of(t) not in prof["blind"] and rng.random() < prof["detect"]
                 }
+                # the tree judge answers the root as drawn (its mistakes aside): TREE_MISTAKES
+                on_tree = spec.task_id == TREE_TASK and judge == TREE_JUDGE
+                if on_tree:
+                    seen = set(defects)
                 view = _perceived(spec, gen, truth, seen)
                 scores = {
                     n: round(_clamp(view[n] + prof["bias"] + rng.gauss(0.0, prof["sd"])))
@@ -1830,6 +2155,8 @@ def build_demo_bundle(out_dir: Path) -> None:
                         hedge = "hard to see; "
                     passed = answer == q.pass_answer
                     raw = f"{answer}. {hedge}{q.ok if passed else q.bad}"
+                    if on_tree:
+                        answer, raw = _tree_answer(judge, gen, "N0", n, q)
                     judgments.append(
                         {
                             "judge": judge,
@@ -1839,6 +2166,11 @@ def build_demo_bundle(out_dir: Path) -> None:
                             "raw": raw,
                         }
                     )
+
+            if spec.task_id == TREE_TASK:
+                node_outputs, node_judgments = _tree_node_records(spec, gen, out_dir)
+                outputs += node_outputs
+                judgments += node_judgments
 
             if row["path"] is None:
                 continue
@@ -1882,6 +2214,44 @@ def build_demo_bundle(out_dir: Path) -> None:
     _write_jsonl(out_dir / "outputs.jsonl", outputs)
     _write_jsonl(out_dir / "judgments.jsonl", judgments)
     _write_jsonl(out_dir / "annotations.jsonl", annotations)
+
+
+def _tree_node_records(
+    spec: TaskSpec, gen: str, out_dir: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Draw ``gen``'s node outputs of the demo tree; return their outputs.jsonl records and
+    TREE_JUDGE's answers to each node's retained questions (no criteria: the nodes are
+    diagnostic, not annotation items)."""
+    outputs: list[dict[str, Any]] = []
+    judgments: list[dict[str, Any]] = []
+    for node in TREE_NODES[1:]:
+        nid = node["id"]
+        output_id = f"{spec.task_id}/{gen}/{nid}"
+        rel = f"outputs/{gen}/{spec.task_id}/{nid}.png"
+        image = render_tree_node(spec, gen, nid)  # a 256-colour palette: half the bytes
+        image = image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+        _save_png(image, out_dir / rel)
+        outputs.append(
+            {
+                "output_id": output_id,
+                "task_id": spec.task_id,
+                "generator": gen,
+                "path": rel,
+                "meta": {"node": nid, "defects": tree_defects(gen, nid)},
+            }
+        )
+        for n in node["questions"]:
+            answer, raw = _tree_answer(TREE_JUDGE, gen, nid, n, spec.questions[n - 1])
+            judgments.append(
+                {
+                    "judge": TREE_JUDGE,
+                    "output_id": output_id,
+                    "question_id": f"{spec.task_id}.q{n}",
+                    "answer": answer,
+                    "raw": raw,
+                }
+            )
+    return outputs, judgments
 
 
 def _stamp(clocks: dict[str, datetime], annotator: str, rng: random.Random) -> str:

@@ -5,9 +5,11 @@ tree of simpler cases; each node is generated and judged again with the checklis
 questions it retains. In a judge-audit project:
 
 * a task carries ``meta.formula`` and, optionally, ``meta.tree_nodes``: a list of
-  ``{id, parent, rule, removed, formula?, prompt?, questions?}`` (``questions``: the
-  retained question ids). Without ``tree_nodes`` the tree is computed from the formula
-  (:func:`annotation.decompose.decompose`) and the questions mapped by
+  ``{id, parent, rule, removed, formula?, prompt?, questions?, downgrades?}``
+  (``questions``: the retained question ids; missing fields are computed from the formula
+  when the node id is one of its computed tree). Without ``tree_nodes`` the tree is
+  computed from the formula (:func:`annotation.decompose.decompose`) and the questions
+  mapped by
   :func:`annotation.decompose.retained_questions`;
 * a node's generated image is an ordinary output of the task whose ``meta.node`` is the
   node id (one per node and generator); the root's output has no ``meta.node`` (or
@@ -108,10 +110,13 @@ def tree_from_meta(task_id: str, meta: Mapping[str, Any],
             qids = e.get("questions")
             if qids is None and nid in computed:
                 qids = retained_questions(computed[nid], questions)
+            downgrades = e.get("downgrades")
+            if downgrades is None and nid in computed:
+                downgrades = node_record(computed[nid])["downgrades"]
             nodes.append(TreeNode(
                 nid, None if e.get("parent") is None else str(e["parent"]), depth[nid],
                 e.get("rule"), _as_list(e.get("removed")), str(node_formula),
-                e.get("prompt"), _as_list(qids)))
+                e.get("prompt"), _as_list(qids), _as_list(downgrades)))
             if _parses(node_formula):
                 expr = parse(node_formula)
             elif nid in computed:

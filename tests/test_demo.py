@@ -20,7 +20,9 @@ from annotation.demo import build_demo_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "data" / "demo"
-MAX_BYTES = 1_500_000
+# 1.45 MB before the diagnostic tree of demo-10 (its root outputs, 12 node images of 384 px
+# in a 256-colour palette and their judgments added about 0.34 MB); keep the demo small.
+MAX_BYTES = 2_000_000
 CRITERIA = [
     "text_instruction_following",
     "reference_consistency",
@@ -254,8 +256,12 @@ def test_outputs(demo: Path, data: dict) -> None:
     tasks = {t["task_id"] for t in data["tasks"]}
     ids = [o["output_id"] for o in outputs]
     assert len(set(ids)) == len(ids)
-    pairs = Counter((o["task_id"], o["generator"]) for o in outputs)
+    # one output per task and generator, except diagnostic-tree nodes (one per node)
+    pairs = Counter(
+        (o["task_id"], o["generator"], o.get("meta", {}).get("node")) for o in outputs
+    )
     assert max(pairs.values()) == 1
+    assert {k[2] for k in pairs} == {None, "N1", "N2a", "N2b", "N3a1"}
     assert {o["generator"] for o in outputs} == {"nano-banana", "gpt-image-1", "qwen-image-edit"}
     for o in outputs:
         assert set(o) <= {"output_id", "task_id", "generator", "path", "missing", "meta"}
@@ -318,9 +324,10 @@ def test_judgments_refer_to_existing_records(data: dict) -> None:
         keys[(j["judge"], j["output_id"], key)] += 1
     assert max(keys.values()) == 1, "a judge answered twice"
     assert unparsed == 1
-    # every judge answers everything about every output that exists
+    # every judge answers everything about every output that exists (diagnostic-tree
+    # nodes: only their retained questions, tests/test_demo_tree.py)
     for o in outputs.values():
-        if o.get("missing"):
+        if o.get("missing") or "node" in o.get("meta", {}):
             continue
         for judge in judges:
             for key in [*criteria, *questions[o["task_id"]]]:
@@ -347,6 +354,7 @@ def test_annotations(data: dict) -> None:
         assert a["annotator"] in ("ann1", "ann2", "ann3")
         out = outputs[a["output_id"]]
         assert out["path"] is not None, "only outputs with an image can be annotated"
+        assert "node" not in out.get("meta", {}), "tree nodes are not annotation items"
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", a["created_at"])
         if "question_id" in a:
             assert a["question_id"] in questions[out["task_id"]]
@@ -365,7 +373,11 @@ def test_annotations(data: dict) -> None:
         assert rows[0]["created_at"] < rows[-1]["created_at"] and rows[-1].get("note")
         value = "answer" if "answer" in rows[0] else "score"
         assert rows[0][value] != rows[-1][value]
-    with_image = {o for o, row in outputs.items() if row["path"] is not None}
+    with_image = {
+        o
+        for o, row in outputs.items()
+        if row["path"] is not None and "node" not in row.get("meta", {})
+    }
     for ann in ("ann1", "ann2", "ann3"):
         done = {o for (a, o, _k) in history if a == ann}
         assert done <= with_image

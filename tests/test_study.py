@@ -6,6 +6,7 @@ from annotation.cli import main
 from annotation.records import Annotation
 from annotation.store import Store
 from annotation.study import load_study
+from annotation.trees import node_output_ids
 
 
 def test_load_study_on_the_demo(tmp_path):
@@ -15,6 +16,7 @@ def test_load_study_on_the_demo(tmp_path):
         counts = store.counts()
         study = load_study(store)
         judgments = store.judgments_df()
+        nodes = node_output_ids(store)
         # a changed answer: only the new value is in the study
         row = study.human_scores.iloc[0]
         store.record_annotation(Annotation(row.annotator, row.output_id,
@@ -23,7 +25,11 @@ def test_load_study_on_the_demo(tmp_path):
     assert len(study.human_scores) + len(study.human_answers) == counts["current_annotations"]
     unparsed = (judgments.parse_status == "unparsed").sum()
     assert unparsed >= 1
-    assert len(study.judge_scores) + len(study.judge_answers) == len(judgments) - unparsed
+    # the judge's answers on diagnostic-tree nodes (demo-10) are not study items
+    on_nodes = judgments.output_id.isin(nodes)
+    assert on_nodes.sum() > 0
+    assert len(study.judge_scores) + len(study.judge_answers) == (
+        len(judgments) - on_nodes.sum() - unparsed)
     assert study.judge_scores.score.notna().all()
     assert set(study.outputs.generator) == {"nano-banana", "gpt-image-1", "qwen-image-edit"}
     assert isinstance(study.questions.depends_on[0], list)
