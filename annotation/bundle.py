@@ -18,6 +18,7 @@ import shutil
 import stat
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -45,7 +46,7 @@ from annotation.records import (
     Task,
     TaskImage,
 )
-from annotation.validate import prelabel_problems, task_meta_problems
+from annotation.validate import CRITERION_NAME, prelabel_problems, task_meta_problems
 
 FORMAT = "judge-audit-bundle/1"
 MAX_TEXT = 1_000_000  # characters in one text field
@@ -54,6 +55,8 @@ MAX_ERRORS = 20
 MAX_ZIP_BYTES = 4 * 1024**3  # uncompressed, all members
 MAX_ZIP_MEMBERS = 200_000
 MAX_ZIP_RATIO = 200  # uncompressed / compressed, per member
+# a JSON escape of a UTF-16 surrogate (\ud800-\udfff): only such a line can hold a lone one
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 BUNDLE_KEYS = {"format", "name", "benchmark", "criteria", "judges", "guidelines", "meta"}
 CRITERION_KEYS = {"name", "label", "min", "max", "step", "level", "rubric"}
@@ -91,6 +94,9 @@ class _Reader:
     def __init__(self) -> None:
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
+        # the line being read is longer than MAX_TEXT: only then can a string inside a meta
+        # object be too long, so only then are meta objects walked (set by the readers)
+        self.long_line = False
 
     def error(self, file: str, line: int | None, fld: str | None, message: str) -> None:
         self.problems.append(Problem(file, line, fld, message))
@@ -162,7 +168,28 @@ class _Reader:
         if not isinstance(value, dict):
             self.error(*where, prefix + "meta", f"must be an object, not {_type(value)}")
             return {}
+        if self.long_line:
+            self.meta_texts(value, where, prefix + "meta")
         return value
+
+    def meta_texts(self, value: Any, where: tuple[str, int | None], fld: str) -> None:
+        """Refuse strings (and keys) over :data:`MAX_TEXT` characters anywhere inside a meta
+        object, named by their path (``meta.layout[0].label``)."""
+        stack = [(fld, value)]
+        while stack:
+            path, item = stack.pop()
+            if isinstance(item, str):
+                if len(item) > MAX_TEXT:
+                    self.error(*where, path, f"text of {len(item)} characters, more than 1 MB")
+            elif isinstance(item, dict):
+                for key, sub in reversed(item.items()):
+                    name = key if len(key) <= 60 else f"{key[:60]}..."
+                    if len(key) > MAX_TEXT:
+                        self.error(*where, f"{path}.{name}",
+                                   f"key of {len(key)} characters, more than 1 MB")
+                    stack.append((f"{path}.{name}", sub))
+            elif isinstance(item, list):
+                stack.extend((f"{path}[{i}]", sub) for i, sub in reversed(list(enumerate(item))))
 
     def keys(self, obj: dict, allowed: set[str], where: tuple[str, int | None],
              prefix: str = "") -> None:
@@ -179,6 +206,46 @@ def _type(value: Any) -> str:
 
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not allowed")
+
+
+def _surrogate(text: str) -> int | None:
+    """The code point of the first lone surrogate in ``text`` (None: valid Unicode)."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return ord(text[exc.start])
+    return None
+
+
+def lone_surrogate(obj: Any, prefix: str = "") -> tuple[str, int] | None:
+    """``(field, code point)`` of the first string (value or object key) inside ``obj`` that
+    holds a lone surrogate: JSON's ``\\ud800`` escape without its pair decodes to one, and no
+    UTF-8 text (SQLite's, a file name's, a terminal's) can hold it. The field is safe to
+    print: a key holding the surrogate is shown with it escaped."""
+    stack: list[tuple[str, Any]] = [(prefix, obj)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            bad = _surrogate(item)
+            if bad is not None:
+                return path, bad
+        elif isinstance(item, dict):
+            for key, sub in reversed(item.items()):
+                bad = _surrogate(key)
+                if bad is not None:
+                    key = key.encode("utf-8", "backslashreplace").decode("utf-8")
+                    return (f"{path}.{key}" if path else key), bad
+                stack.append((f"{path}.{key}" if path else key, sub))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", sub) for i, sub in reversed(list(enumerate(item))))
+    return None
+
+
+def _surrogate_message(code: int) -> str:
+    return (f"contains a lone surrogate U+{code:04X} (a \\u{code:04x} escape without its "
+            "pair): not valid Unicode text")
 
 
 def _jsonl(root: Path, name: str, rd: _Reader, required: bool) -> Iterator[tuple[int, dict]]:
@@ -209,7 +276,14 @@ def _jsonl(root: Path, name: str, rd: _Reader, required: bool) -> Iterator[tuple
             if not isinstance(obj, dict):
                 rd.error(name, number, None, f"each line must be a JSON object, not {_type(obj)}")
                 continue
+            if b"\\u" in raw and _SURROGATE_ESCAPE.search(raw):
+                found = lone_surrogate(obj)
+                if found is not None:
+                    rd.error(name, number, found[0] or None, _surrogate_message(found[1]))
+                    continue
+            rd.long_line = len(raw) > MAX_TEXT
             yield number, obj
+        rd.long_line = False
 
 
 def normalize_time(value: str) -> str:
@@ -264,13 +338,24 @@ def _read_header(root: Path, rd: _Reader, project: ProjectData) -> None:
         rd.error(name, None, None, "file not found: a bundle needs bundle.json")
         raise _Stop
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+        real = resolve_inside(root, name)
+    except BadPath as exc:  # a symlink out of the bundle, like the .jsonl files
+        rd.error(name, None, None, str(exc))
+        raise _Stop from None
+    try:
+        text = real.read_text(encoding="utf-8")
+        obj = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         rd.error(name, getattr(exc, "lineno", None), None, f"invalid JSON: {exc}")
         raise _Stop from None
     if not isinstance(obj, dict):
         rd.error(name, None, None, "must be a JSON object")
         raise _Stop
+    found = lone_surrogate(obj)
+    if found is not None:
+        rd.error(name, None, found[0] or None, _surrogate_message(found[1]))
+        raise _Stop
+    rd.long_line = len(text) > MAX_TEXT
     rd.keys(obj, BUNDLE_KEYS, where)
     if obj.get("format", FORMAT) != FORMAT:
         rd.error(name, None, "format", f"unsupported format {obj.get('format')!r} "
@@ -298,8 +383,9 @@ def _criterion(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: st
                ) -> Criterion | None:
     rd.keys(obj, CRITERION_KEYS, where, prefix)
     name = rd.text(obj, "name", where, prefix)
-    if name is not None and not all(ch.isalnum() or ch == "_" for ch in name):
-        rd.error(*where, prefix + "name", f"use letters, digits and '_' only: {name!r}")
+    if name is not None and not CRITERION_NAME.fullmatch(name):
+        rd.error(*where, prefix + "name",
+                 f"use lowercase letters a-z, digits and '_' only ([a-z0-9_]+): {name!r}")
     label = rd.text(obj, "label", where, prefix, required=False) or name
     lo = rd.number(obj, "min", where, prefix)
     hi = rd.number(obj, "max", where, prefix)
@@ -325,15 +411,25 @@ def _judge(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str) -
     pair: tuple[float, float] | None = None
     if scale is not None:
         ok = (isinstance(scale, list) and len(scale) == 2
-              and all(isinstance(v, int | float) and not isinstance(v, bool)
-                      and math.isfinite(v) for v in scale) and scale[0] < scale[1])
+              and all(_finite(v) for v in scale) and scale[0] < scale[1])
         if not ok:
-            rd.error(*where, prefix + "scale", "must be [min, max] with min < max")
+            rd.error(*where, prefix + "scale",
+                     "must be [min, max], two finite numbers with min < max")
         else:
             pair = (float(scale[0]), float(scale[1]))
     if name is None or kind is None:
         return None
     return Judge(name, kind, pair, origin=where)
+
+
+def _finite(value: Any) -> bool:
+    """A JSON number that is a finite float (an integer too big for a float is not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _image_path(rd: _Reader, root: Path, probe: ImageProber, rel: Any,
@@ -545,6 +641,10 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
         crit = obj.get("criterion")
         answer = obj.get("answer")
         score = obj.get("score")
+        if status == "unparsed" and (answer is not None or score is not None):
+            rd.error(*where, "parse_status", "'unparsed' means the judge's text could not be "
+                     f"read: '{'answer' if answer is not None else 'score'}' must then be null")
+            continue
         if qid is not None:
             if type(qid) is not str or crit is not None:
                 rd.error(*where, "question_id",
@@ -655,24 +755,35 @@ def _extract_zip(archive: Path, dest: Path) -> Path:
                                              f"{MAX_ZIP_BYTES // 1024**3} GiB (zip bomb?)")])
         for info in members:
             target = dest.joinpath(*PurePosixPath(info.filename).parts)
-            if info.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, target.open("wb") as dst:
-                written = 0
-                for block in iter(lambda: src.read(1 << 20), b""):
-                    written += len(block)
-                    if written > info.file_size:
-                        raise ImportRefused([Problem(name, None, info.filename,
-                                                     "member larger than declared")])
-                    dst.write(block)
+            try:
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, target.open("wb") as dst:
+                    written = 0
+                    for block in iter(lambda: src.read(1 << 20), b""):
+                        written += len(block)
+                        if written > info.file_size:
+                            raise ImportRefused([Problem(name, None, info.filename,
+                                                         "member larger than declared")])
+                        dst.write(block)
+            except OSError as exc:  # a name component over 255 bytes, a file where a folder..
+                raise ImportRefused([Problem(name, None, _cut(info.filename), "cannot extract "
+                                             f"the member: {exc.strerror or exc}")]) from None
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+                raise ImportRefused([Problem(name, None, _cut(info.filename),
+                                             f"damaged member: {exc}")]) from None
     if (dest / "bundle.json").is_file():
         return dest
     tops = [p for p in dest.iterdir() if p.is_dir() and (p / "bundle.json").is_file()]
     if len(tops) == 1:
         return tops[0]
     raise ImportRefused([Problem(name, None, None, "no bundle.json at the root of the zip")])
+
+
+def _cut(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 @contextmanager

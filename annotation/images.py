@@ -22,6 +22,7 @@ from annotation.records import ImageFile
 
 MAX_PIXELS = 64_000_000
 MAX_IMAGE_BYTES = 256 * 1024 * 1024
+MAX_NAME_BYTES = 255  # one path component (NAME_MAX on Linux, macOS and Windows)
 FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF")
 EXTENSIONS = {
     "PNG": "png", "JPEG": "jpg", "WEBP": "webp", "GIF": "gif", "BMP": "bmp", "TIFF": "tif",
@@ -39,8 +40,10 @@ class BadImage(ValueError):
 def resolve_inside(root: Path, relative: str) -> Path:
     """Return ``root/relative`` if it is a file that stays inside ``root``.
 
-    Refuses absolute paths, Windows drive paths, ``..`` components, backslashes and
-    symlinks (at any level) that resolve outside ``root``.
+    Refuses absolute paths, Windows drive paths, ``..`` components, backslashes, lone
+    surrogates, components over :data:`MAX_NAME_BYTES` bytes, paths the operating system
+    cannot look up, and symlinks (at any level) that resolve outside ``root``; every
+    refusal is a :class:`BadPath`.
     """
     if not isinstance(relative, str) or not relative.strip():
         raise BadPath("empty path")
@@ -50,17 +53,37 @@ def resolve_inside(root: Path, relative: str) -> Path:
         raise BadPath(f"absolute path not allowed: {relative!r}")
     if "\\" in relative:
         raise BadPath(f"use '/' as the path separator: {relative!r}")
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: no file system can name it
+        raise BadPath(f"path is not valid Unicode text (lone surrogate "
+                      f"U+{ord(relative[exc.start]):04X} at character {exc.start}): "
+                      f"{_short(relative)}") from None
     parts = PurePosixPath(relative).parts
     if ".." in parts:
         raise BadPath(f"path leaves the bundle: {relative!r}")
-    root_real = root.resolve()
-    candidate = root.joinpath(*parts)
-    real = candidate.resolve()
-    if real != root_real and root_real not in real.parents:
-        raise BadPath(f"path leaves the bundle (symlink): {relative!r}")
-    if not real.is_file():
-        raise BadPath(f"file not found: {relative!r}")
+    for part in parts:
+        size = len(part.encode("utf-8"))
+        if size > MAX_NAME_BYTES:
+            raise BadPath(f"path component of {size} bytes, more than {MAX_NAME_BYTES}: "
+                          f"{_short(part)}")
+    try:
+        root_real = root.resolve()
+        candidate = root.joinpath(*parts)
+        real = candidate.resolve()
+        if real != root_real and root_real not in real.parents:
+            raise BadPath(f"path leaves the bundle (symlink): {relative!r}")
+        if not real.is_file():
+            raise BadPath(f"file not found: {relative!r}")
+    except (OSError, RuntimeError) as exc:  # name too long, symlink loop, permissions
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise BadPath(f"cannot use the path ({reason}): {_short(relative)}") from None
     return real
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``text`` for a message: repr (lone surrogates escaped), cut to ``limit`` characters."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} chars)"
 
 
 def sha256_file(path: Path) -> str:

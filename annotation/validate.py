@@ -11,7 +11,11 @@ answer would change results already computed on them.
 It also holds the checks of the *reserved* meta keys of VIF-Bench visual instructions and
 conflict pre-labels (:func:`task_meta_problems`, :func:`prelabel_problems`), which every
 reader calls on each record it reads so the errors name the record's own file and line
-(``docs/bundle-format.md``, "VIF-Bench visual instructions and conflict pre-labels").
+(``docs/bundle-format.md``, "VIF-Bench visual instructions and conflict pre-labels"), and
+of TRACE-Bench diagnostic trees (:func:`tree_problems`: a task's ``meta.formula`` and
+``meta.tree_nodes``; an output's ``meta.node``), which :func:`check_project` runs because a
+node's questions and a node output's task may come from elsewhere in the import or from the
+database (``docs/bundle-format.md``, "TRACE-Bench diagnostic trees").
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from annotation.conflicts import CONFLICT_KEYS
+from annotation.decompose import decompose
+from annotation.formula import FormulaError, parse
 from annotation.records import (
     HUMAN_ANSWERS,
     YES_NO,
@@ -40,9 +46,13 @@ from annotation.records import (
     Task,
     TaskImage,
 )
-from annotation.store import dumps
+from annotation.store import Store, dumps
 
 MAX_ERRORS = 20
+#: criterion names, the keys of judgments and annotations (docs: ``[a-z0-9_]+``)
+CRITERION_NAME = re.compile(r"[a-z0-9_]+")
+#: the root of every diagnostic tree; root outputs are the task's ordinary outputs
+ROOT_NODE = "N0"
 
 
 @dataclass
@@ -122,7 +132,8 @@ def _on_scale(score: float, lo: float, hi: float, step: float | None) -> str | N
 
 
 def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult:
-    """Validate ``project`` against itself and ``existing`` (from ``Store.existing_rows``).
+    """Validate ``project`` against itself and ``existing`` (from ``Store.existing_rows``,
+    updated with :func:`existing_tree_rows` for the diagnostic-tree checks of node outputs).
 
     Returns the rows to write; raises :class:`ImportRefused` listing up to 20 problems.
     """
@@ -139,6 +150,9 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
             pr.add(c.origin, "criteria.name", f"duplicate criterion {c.name!r}")
             continue
         seen.add(c.name)
+        if not CRITERION_NAME.fullmatch(c.name):
+            pr.add(c.origin, f"criteria[{c.name}].name", "use lowercase letters a-z, digits "
+                   f"and '_' only ([a-z0-9_]+): {c.name!r}")
         if c.min >= c.max:
             pr.add(c.origin, f"criteria[{c.name}].max", "max must be greater than min")
         old = existing["criteria"].get(c.name)
@@ -238,11 +252,29 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
                 continue
             question_checklist[q.question_id] = checklist_id
             out.questions.append(q)
+    for q, cycle in _dependency_cycles(project.questions):
+        pr.add(q.origin, f"questions[{q.question_id}].depends_on",
+               "dependency cycle: " + " -> ".join(cycle) + " (each depends on the next)")
+
+    # --- diagnostic trees (TRACE-Bench): the tasks' meta.formula and meta.tree_nodes -------
+    tree_nodes: dict[str, frozenset[str] | None] = {}  # task -> node ids (None: no tree)
+    for t in project.tasks:
+        if t.task_id in tree_nodes:
+            continue
+        found, nodes = tree_problems(t.meta, t.checklist_id, question_checklist)
+        for fld, message in found:
+            pr.add(t.origin, fld, message)
+        tree_nodes[t.task_id] = nodes
+    for task_id, (checklist_id, meta) in existing.get("task_meta", {}).items():
+        if task_id not in tree_nodes:  # a task already stored: its tree, without reports
+            tree_nodes[task_id] = tree_problems(meta, checklist_id, question_checklist)[1]
 
     # --- outputs ------------------------------------------------------------------------
     output_task: dict[str, str] = dict(existing.get("all_output_ids", {}))
     new_outputs: set[str] = set()
-    pairs: set[tuple[str, str]] = set()
+    # (task, generator, node) -> output id: the stored outputs of the tasks, then the new ones
+    slots: dict[tuple[str, str, str], str] = dict(existing.get("output_slots", {}))
+    stored_slots = set(slots)
     for o in project.outputs:
         if o.output_id in new_outputs:
             pr.add(o.origin, "output_id", f"duplicate output_id {o.output_id!r}")
@@ -253,12 +285,19 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
             continue
         if o.missing and o.path is not None:
             pr.add(o.origin, "path", "an output marked missing cannot have a path")
-        if "node" not in o.meta:
-            pair = (o.task_id, o.generator)
-            if pair in pairs:
-                pr.add(o.origin, "generator",
-                       f"a second output of {o.generator!r} for task {o.task_id!r}")
-            pairs.add(pair)
+        node = _node_problem(pr, o, tree_nodes)
+        if node is not None:
+            slot = (o.task_id, o.generator, node)
+            holder = slots.setdefault(slot, o.output_id)
+            if holder != o.output_id:
+                where = (f" (output {holder!r}, already in the database)" if slot in stored_slots
+                         else f" (output {holder!r})")
+                if o.meta.get("node") is None:
+                    pr.add(o.origin, "generator", f"a second output of {o.generator!r} for "
+                           f"task {o.task_id!r}{where}")
+                else:
+                    pr.add(o.origin, "meta.node", f"a second output of {o.generator!r} for "
+                           f"node {node!r} of task {o.task_id!r}{where}")
         old = existing["outputs"].get(o.output_id)
         if old is not None:
             diff = _first_difference(_output_row(o), old)
@@ -290,6 +329,9 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
             pr.add(j.origin, "judge", f"unknown judge {j.judge!r} (declare it in bundle.json)")
         if j.parse_status not in ("ok", "unparsed"):
             pr.add(j.origin, "parse_status", f"must be 'ok' or 'unparsed', not {j.parse_status!r}")
+        elif j.parse_status == "unparsed" and (j.answer is not None or j.score is not None):
+            pr.add(j.origin, "parse_status", "'unparsed' means the judge's text could not be "
+                   f"read: '{'answer' if j.answer is not None else 'score'}' must then be null")
         if j.question_id is not None:
             if j.score is not None:
                 pr.add(j.origin, "score", "a question is answered with 'answer', not 'score'")
@@ -364,6 +406,95 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
     return CheckResult(out, dict(unchanged))
 
 
+def _dependency_cycles(questions: list[Question]) -> list[tuple[Question, list[str]]]:
+    """Each cycle of ``depends_on`` between questions of one checklist (a question that
+    depends on itself is reported on its own): ``(first question, [q1, q2, ..., q1])``."""
+    by_id: dict[str, Question] = {}
+    for q in questions:
+        by_id.setdefault(q.question_id, q)
+
+    def parents(q: Question) -> list[str]:
+        return [p for p in q.depends_on if p != q.question_id and p in by_id
+                and by_id[p].checklist_id == q.checklist_id]
+
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles: list[tuple[Question, list[str]]] = []
+    for start in by_id:
+        if start in state:
+            continue
+        state[start] = 1
+        path = [start]
+        stack = [iter(parents(by_id[start]))]
+        while stack:
+            for parent in stack[-1]:
+                if parent not in state:
+                    state[parent] = 1
+                    path.append(parent)
+                    stack.append(iter(parents(by_id[parent])))
+                    break
+                if state[parent] == 1:
+                    cycle = path[path.index(parent):] + [parent]
+                    cycles.append((by_id[cycle[0]], cycle))
+            else:
+                state[path.pop()] = 2
+                stack.pop()
+    return cycles
+
+
+def _node_problem(pr: _Problems, o: Output, tree_nodes: dict[str, frozenset[str] | None]
+                  ) -> str | None:
+    """Check an output's ``meta.node`` against its task's tree; return the node it fills
+    (:data:`ROOT_NODE` for an ordinary output), None when ``meta.node`` is not a string."""
+    node = o.meta.get("node")
+    if node is None:
+        return ROOT_NODE
+    if not isinstance(node, str) or not node.strip():
+        pr.add(o.origin, "meta.node", f"expected a node id of the task's diagnostic tree (a "
+               f"string), got {_got(node)}")
+        return None
+    if o.task_id not in tree_nodes:  # a stored task whose meta was not looked up
+        return node
+    nodes = tree_nodes[o.task_id]
+    if nodes is None:
+        pr.add(o.origin, "meta.node", f"task {o.task_id!r} has no diagnostic tree "
+               "(meta.formula or meta.tree_nodes) for a node output")
+    elif nodes and node not in nodes:
+        listed = ", ".join(sorted(nodes)[:12]) + (", ..." if len(nodes) > 12 else "")
+        pr.add(o.origin, "meta.node", f"{_got(node)} is not a node of the tree of task "
+               f"{o.task_id!r} (its nodes: {listed})")
+    return node
+
+
+def existing_tree_rows(store: Store, project: ProjectData) -> dict[str, Any]:
+    """What :func:`check_project` needs of the database for ``meta.node`` and for one
+    output per task, generator and node, added to :meth:`Store.existing_rows`:
+    ``output_slots`` ``{(task, generator, node): output_id}`` of the stored outputs of the
+    tasks the import's outputs name, and ``task_meta`` ``{task: (checklist_id, meta)}`` of
+    the stored tasks its node outputs name that it does not bring itself."""
+    if not project.outputs:
+        return {}
+    tasks = {o.task_id for o in project.outputs}
+    slots: dict[tuple[str, str, str], str] = {}
+    stored = store.outputs_df()
+    for output_id, task_id, generator, meta in zip(stored.output_id, stored.task_id,
+                                                   stored.generator, stored.meta, strict=True):
+        if task_id not in tasks:
+            continue
+        node = json.loads(meta).get("node") if meta and '"node"' in meta else None
+        slot = (task_id, generator, node if isinstance(node, str) and node else ROOT_NODE)
+        slots.setdefault(slot, output_id)
+    task_meta: dict[str, tuple[str, dict[str, Any]]] = {}
+    wanted = ({o.task_id for o in project.outputs if o.meta.get("node") is not None}
+              - {t.task_id for t in project.tasks})
+    if wanted:
+        stored = store.tasks_df()
+        for task_id, checklist_id, meta in zip(stored.task_id, stored.checklist_id,
+                                               stored.meta, strict=True):
+            if task_id in wanted:
+                task_meta[task_id] = (checklist_id, json.loads(meta) if meta else {})
+    return {"output_slots": slots, "task_meta": task_meta}
+
+
 def _check_target(
     pr: _Problems,
     rec: Judgment | Annotation,
@@ -428,8 +559,13 @@ def _got(value: Any) -> str:
 
 
 def _is_num(value: Any) -> bool:
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(float(value)))
+    """A finite number (an integer too big for a float is not: ``float`` overflows)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _unit_point(value: Any) -> bool:
@@ -601,3 +737,154 @@ def task_meta_problems(meta: Mapping[str, Any], n_images: int) -> Found:
             found.append(("meta.visual_instruction_types",
                           f"expected a list of strings, got {_got(types)}"))
     return found
+
+
+# ======================================================================================
+# Reserved meta keys: TRACE-Bench diagnostic trees (annotation/trees.py)
+
+MAX_TREE_RULE = 4
+
+
+def _formula_problem(text: str) -> str | None:
+    """Why ``text`` is not a formula (:func:`annotation.formula.parse`), or None."""
+    try:
+        parse(text)
+    except FormulaError as exc:
+        return str(exc)
+    except RecursionError:
+        return "nested too deeply"
+    return None
+
+
+def tree_problems(meta: Mapping[str, Any], checklist_id: str,
+                  question_checklist: Mapping[str, str]
+                  ) -> tuple[Found, frozenset[str] | None]:
+    """Problems of a task's ``meta.formula`` and ``meta.tree_nodes``, and its tree's node ids.
+
+    ``meta.formula`` must parse. ``meta.tree_nodes``, a list of ``{id, parent, rule,
+    removed, formula?, prompt?, questions?}``: ids unique non-empty strings; exactly one
+    root (``parent`` null) whose id is ``N0``; every other parent an id of the list, and no
+    cycle of parents; ``rule`` a whole number 1..4 (null for the root); ``removed`` a list of
+    strings; ``formula``, when given, parses (when not, the node must be a node of the tree
+    computed from ``meta.formula``, which supplies it); ``prompt`` a string; ``questions`` a
+    list of question ids of the task's checklist (``question_checklist``: question id ->
+    checklist id). Other keys of a node are kept as they are.
+
+    The node ids are those of ``tree_nodes``, else of ``decompose(meta.formula)``; None
+    when the task has no tree; an empty set when the tree is too broken to name its nodes.
+    """
+    found: Found = []
+    computed: frozenset[str] | None = None
+    formula = meta.get("formula")
+    if formula is not None:
+        if not isinstance(formula, str):
+            found.append(("meta.formula", f"expected a formula (a string), got {_got(formula)}"))
+        else:
+            message = _formula_problem(formula)
+            if message is not None:
+                found.append(("meta.formula", message))
+            else:
+                try:
+                    computed = frozenset(n.id for n in decompose(formula))
+                except (ValueError, RecursionError) as exc:  # pragma: no cover - parse() passed
+                    found.append(("meta.formula", f"cannot decompose it: {exc}"))
+    entries = meta.get("tree_nodes")
+    if entries is None:
+        if formula is None:
+            return found, None
+        return found, computed if computed is not None else frozenset()
+    if not isinstance(entries, list) or not entries:
+        found.append(("meta.tree_nodes", "expected a non-empty list of nodes {id, parent, rule, "
+                      f"removed, formula?, prompt?, questions?}}, got {_got(entries)}"))
+        return found, frozenset()
+    items = _items(found, "meta.tree_nodes", entries)
+    ids: dict[str, str] = {}  # id -> its field
+    named = len(items) == len(entries)
+    for fld, entry in items:
+        nid = entry.get("id")
+        if not isinstance(nid, str) or not nid.strip():
+            found.append((f"{fld}.id", f"expected a non-empty string, got {_got(nid)}"))
+            named = False
+        elif nid in ids:
+            found.append((f"{fld}.id", f"duplicate node id {_got(nid)} (first: {ids[nid]})"))
+            named = False
+        else:
+            ids[nid] = fld
+    parent_of: dict[str, str] = {}
+    roots: list[tuple[str, Any]] = []
+    for fld, entry in items:
+        nid = entry.get("id")
+        parent = entry.get("parent")
+        if "parent" not in entry:
+            found.append((f"{fld}.parent", "missing: the id of the parent node (null for the "
+                          "root)"))
+        elif parent is None:
+            roots.append((fld, nid))
+        elif not isinstance(parent, str):
+            found.append((f"{fld}.parent", f"expected a node id or null, got {_got(parent)}"))
+        elif parent == nid:
+            found.append((f"{fld}.parent", "a node cannot be its own parent"))
+        elif parent not in ids:
+            found.append((f"{fld}.parent", f"unknown node {_got(parent)}"))
+        elif isinstance(nid, str):
+            parent_of[nid] = parent
+        rule = entry.get("rule")
+        if "parent" in entry and parent is None:
+            if rule is not None:
+                found.append((f"{fld}.rule", f"must be null for the root, got {_got(rule)}"))
+        elif not (isinstance(rule, int) and not isinstance(rule, bool)
+                  and 1 <= rule <= MAX_TREE_RULE):
+            found.append((f"{fld}.rule", "expected the rule that made the node, a whole number "
+                          f"1..{MAX_TREE_RULE}, got {_got(rule)}"))
+        removed = entry.get("removed")
+        if not (isinstance(removed, list) and all(isinstance(r, str) for r in removed)):
+            found.append((f"{fld}.removed", "expected a list of strings (what the rule removed; "
+                          f"[] for the root), got "
+                          f"{'nothing' if 'removed' not in entry else _got(removed)}"))
+        node_formula = entry.get("formula")
+        if node_formula is not None:
+            if not isinstance(node_formula, str):
+                found.append((f"{fld}.formula", f"expected a formula (a string), got "
+                              f"{_got(node_formula)}"))
+            elif (message := _formula_problem(node_formula)) is not None:
+                found.append((f"{fld}.formula", message))
+        elif isinstance(nid, str) and (computed is None or nid not in computed):
+            source = ("the task has no meta.formula" if formula is None else
+                      "the tree of meta.formula has no such node" if computed is not None else
+                      "meta.formula does not parse")
+            found.append((f"{fld}.formula", f"missing, and {source} to take it from"))
+        prompt = entry.get("prompt")
+        if prompt is not None and not isinstance(prompt, str):
+            found.append((f"{fld}.prompt", f"expected a string, got {_got(prompt)}"))
+        questions = entry.get("questions")
+        if questions is not None:
+            if not (isinstance(questions, list) and all(isinstance(q, str) for q in questions)):
+                found.append((f"{fld}.questions", "expected a list of question ids, got "
+                              f"{_got(questions)}"))
+            else:
+                for k, qid in enumerate(questions):
+                    if question_checklist.get(qid) != checklist_id:
+                        found.append((f"{fld}.questions[{k}]", f"{_got(qid)} is not a question "
+                                      f"of the task's checklist {checklist_id!r}"))
+    if len(roots) != 1:
+        names = ", ".join(_got(nid) for _, nid in roots)
+        found.append(("meta.tree_nodes", "expected exactly one root (a node whose parent is "
+                      f"null), found {len(roots)}{': ' + names if roots else ''}"))
+    elif roots[0][1] != ROOT_NODE:
+        found.append((f"{roots[0][0]}.id", f"the root's id must be {ROOT_NODE!r} (outputs "
+                      f"without meta.node are the root's), got {_got(roots[0][1])}"))
+    done: set[str] = set()
+    for start in ids:  # follow the parents up: a walk that comes back is a cycle
+        path: list[str] = []
+        on_path: dict[str, int] = {}
+        cur: str | None = start
+        while cur is not None and cur not in done and cur not in on_path:
+            on_path[cur] = len(path)
+            path.append(cur)
+            cur = parent_of.get(cur)
+        if cur is not None and cur in on_path:
+            cycle = path[on_path[cur]:] + [cur]
+            found.append((f"{ids[cur]}.parent", "cycle of parents: " + " -> ".join(cycle)
+                          + " (each is the parent of the one before)"))
+        done.update(path)
+    return found, frozenset(ids) if named else frozenset()

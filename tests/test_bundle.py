@@ -161,3 +161,258 @@ def test_shared_checklist_between_tasks(store, example_bundle):
     with pytest.raises(ImportRefused, match="unknown question 't1.q9'"):
         import_path(store, example_bundle)
     assert db_checksum(store.path) == before
+
+
+# ------------------------------------------------------------------ refusals of the reader
+def _refused(db: Path, bundle: Path) -> list[str]:
+    """Import must be refused and leave ``db`` unchanged; the problems as text."""
+    Store.open(db).close()
+    before = db_checksum(db)
+    with Store.open(db) as store, pytest.raises(ImportRefused) as caught:
+        import_path(store, bundle)
+    assert db_checksum(db) == before
+    return [str(p) for p in caught.value.problems]
+
+
+def _rewrite(path: Path, change) -> None:
+    from bundles import write_jsonl
+
+    rows = read_jsonl(path)
+    change(rows)
+    write_jsonl(path, rows)
+
+
+BIG = 1_000_001  # one character over the limit of a text field
+
+
+@pytest.mark.parametrize(("name", "change", "expected"), [
+    ("tasks.jsonl", lambda r: r[0]["meta"].update(notes="x" * BIG),
+     f"tasks.jsonl:1: meta.notes: text of {BIG} characters, more than 1 MB"),
+    ("tasks.jsonl", lambda r: r[0]["meta"].update(notes={"log": [1, {"text": "x" * BIG}]}),
+     f"tasks.jsonl:1: meta.notes.log[1].text: text of {BIG} characters, more than 1 MB"),
+    ("tasks.jsonl", lambda r: r[0]["meta"]["layout"].update({"x" * BIG: [0, 0, 1, 1]}),
+     f"tasks.jsonl:1: meta.layout.{'x' * 60}...: key of {BIG} characters, more than 1 MB"),
+    ("tasks.jsonl", lambda r: r[0]["images"][1].update(meta={"source": "x" * BIG}),
+     f"tasks.jsonl:1: images[1].meta.source: text of {BIG} characters, more than 1 MB"),
+    ("tasks.jsonl", lambda r: r[0]["questions"][2].update(meta={"why": ["x" * BIG]}),
+     f"tasks.jsonl:1: questions[2].meta.why[0]: text of {BIG} characters, more than 1 MB"),
+    ("outputs.jsonl", lambda r: r[1].update(meta={"seed": "x" * BIG}),
+     f"outputs.jsonl:2: meta.seed: text of {BIG} characters, more than 1 MB"),
+], ids=["task", "nested", "key", "image", "question", "output"])
+def test_text_over_1_mb_inside_meta_is_refused_with_its_path(tmp_path, example_bundle, name,
+                                                             change, expected):
+    _rewrite(example_bundle / name, change)
+    assert expected in _refused(tmp_path / "p.db", example_bundle)
+
+
+def test_text_over_1_mb_inside_the_bundle_meta_is_refused(tmp_path, example_bundle):
+    import json
+
+    header = json.loads((example_bundle / "bundle.json").read_text())
+    header["meta"] = {"about": {"readme": "x" * BIG}}
+    (example_bundle / "bundle.json").write_text(json.dumps(header))
+    assert _refused(tmp_path / "p.db", example_bundle) == [
+        f"bundle.json: meta.about.readme: text of {BIG} characters, more than 1 MB"]
+
+
+def test_meta_text_of_exactly_1_mb_is_kept(store, example_bundle):
+    _rewrite(example_bundle / "tasks.jsonl", lambda r: r[0]["meta"].update(notes="x" * (BIG - 1)))
+    import_path(store, example_bundle)
+    assert len(store.tasks_df().meta[0]) > BIG - 1
+
+
+@pytest.mark.parametrize(("name", "old", "new", "expected"), [
+    ("tasks.jsonl", "Put the cat", "Put \\ud800 the cat",
+     "tasks.jsonl:1: instruction: contains a lone surrogate U+D800"),
+    ("tasks.jsonl", '"layout": {"cat"', '"layout": {"c\\udfffat"',
+     "tasks.jsonl:1: meta.layout.c\\udfffat: contains a lone surrogate U+DFFF"),
+    ("tasks.jsonl", '"label": "cat"', '"label": "cat \\ud83d"',
+     "tasks.jsonl:1: images[0].label: contains a lone surrogate U+D83D"),
+    ("judgments.jsonl", '"raw": "no, the cat', '"raw": "\\uDC00no, the cat',
+     "judgments.jsonl:2: raw: contains a lone surrogate U+DC00"),
+    ("bundle.json", '"Cat and microwave"', '"Cat \\udbff and microwave"',
+     "bundle.json: name: contains a lone surrogate U+DBFF"),
+], ids=["instruction", "meta-key", "image-label", "raw", "project-name"])
+def test_lone_surrogates_are_refused_at_their_field(tmp_path, example_bundle, name, old, new,
+                                                    expected):
+    path = example_bundle / name
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new, 1))
+    problems = _refused(tmp_path / "p.db", example_bundle)
+    assert any(p.startswith(expected) for p in problems), problems
+    assert all(p.encode("utf-8") for p in problems)  # printable: no surrogate in a message
+
+
+def test_a_pair_of_surrogate_escapes_is_a_valid_character(store, example_bundle):
+    path = example_bundle / "tasks.jsonl"
+    path.write_text(path.read_text().replace("Put the cat", "Put the \\ud83d\\udc31 cat", 1))
+    import_path(store, example_bundle)
+    assert "\U0001f431" in store.tasks_df().instruction[0]
+
+
+def test_a_lone_surrogate_in_the_project_name_is_refused_on_re_import(tmp_path,
+                                                                      example_bundle):
+    with Store.open(tmp_path / "p.db") as store:
+        import_path(store, example_bundle)
+    path = example_bundle / "bundle.json"
+    path.write_text(path.read_text().replace('"Cat and', '"Cat \\ud800 and'))
+    assert _refused(tmp_path / "p.db", example_bundle) == [
+        "bundle.json: name: contains a lone surrogate U+D800 (a \\ud800 escape without its "
+        "pair): not valid Unicode text"]
+
+
+def test_resolve_inside_refuses_paths_the_file_system_cannot_take(tmp_path):
+    from annotation.images import BadPath, resolve_inside
+
+    (tmp_path / "ok.png").write_bytes(b"x")
+    assert resolve_inside(tmp_path, "ok.png") == (tmp_path / "ok.png").resolve()
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for rel, message in [
+        ("a\udc00.png", "path is not valid Unicode text (lone surrogate U+DC00 at character 1)"),
+        ("a" * 256 + ".png", "path component of 260 bytes, more than 255"),
+        ("é" * 128, "path component of 256 bytes, more than 255"),
+        ("/".join(["d" * 250] * 20), "cannot use the path (File name too long)"),
+        ("loop/x.png", "cannot use the path"),
+    ]:
+        with pytest.raises(BadPath) as caught:
+            resolve_inside(tmp_path, rel)
+        assert str(caught.value).startswith(message), str(caught.value)
+        assert len(str(caught.value)) < 200
+    assert resolve_inside(tmp_path, "ok.png")  # 255 bytes is the limit, not less
+    (tmp_path / ("b" * 255)).write_bytes(b"x")
+    assert resolve_inside(tmp_path, "b" * 255).name == "b" * 255
+
+
+@pytest.mark.parametrize("name", ["Visual_Quality", "VQ", "qualité", "ｖｑ", "vq\n", "٣vq"])
+def test_criterion_names_outside_a_z_0_9_are_refused_from_any_importer(tmp_path, name):
+    """The reader refuses them in bundle.json, and check_project for every format."""
+    from annotation.importers import import_project
+    from annotation.records import Criterion, ProjectData
+
+    db = tmp_path / "p.db"
+    Store.open(db).close()
+    before = db_checksum(db)
+    project = ProjectData("p", "b", "here", "vif-bench",
+                          criteria=[Criterion(name, "L", 1, 10, origin=("results", None))])
+    with Store.open(db) as store, pytest.raises(ImportRefused) as caught:
+        import_project(store, project)
+    assert str(caught.value.problems[0]).startswith(f"results: criteria[{name}].name: use "
+                                                    "lowercase letters a-z, digits and '_'")
+    assert db_checksum(db) == before
+
+
+def test_unparsed_judgments_with_a_value_are_refused_from_any_importer(tmp_path, example_bundle):
+    from annotation import bundle
+    from annotation.importers import import_project
+    from annotation.records import Judgment
+
+    db = tmp_path / "p.db"
+    Store.open(db).close()
+    before = db_checksum(db)
+    project = bundle.read_bundle_dir(example_bundle)
+    project.judgments.append(Judgment("gpt-5", "t1/modelA", criterion="visual_quality",
+                                      score=None, parse_status="unparsed", origin=("r", 7)))
+    project.judgments[0].parse_status = "unparsed"  # with its answer "yes"
+    with Store.open(db) as store, pytest.raises(ImportRefused) as caught:
+        import_project(store, project)
+    assert [str(p) for p in caught.value.problems] == [
+        "judgments.jsonl:1: parse_status: 'unparsed' means the judge's text could not be read: "
+        "'answer' must then be null",
+        "r:7: output_id: a second answer of this judge for the same output and criterion"]
+    assert db_checksum(db) == before
+
+
+@pytest.mark.parametrize(("line", "change", "expected"), [
+    (2, lambda j: j.update(parse_status="unparsed"), "judgments.jsonl:2: parse_status: "
+     "'unparsed' means the judge's text could not be read: 'answer' must then be null"),
+    (5, lambda j: j.update(parse_status="unparsed"), "judgments.jsonl:5: parse_status: "
+     "'unparsed' means the judge's text could not be read: 'score' must then be null"),
+])
+def test_unparsed_judgment_lines_with_a_value_are_refused(tmp_path, example_bundle, line,
+                                                          change, expected):
+    _rewrite(example_bundle / "judgments.jsonl", lambda rows: change(rows[line - 1]))
+    assert _refused(tmp_path / "p.db", example_bundle) == [expected]
+
+
+def test_unparsed_judgment_lines_without_a_value_are_kept(store, example_bundle):
+    def change(rows):
+        rows[1].update(parse_status="unparsed", answer=None)
+        rows[3].update(parse_status="unparsed")
+        del rows[3]["score"]
+    _rewrite(example_bundle / "judgments.jsonl", change)
+    summary = import_path(store, example_bundle)
+    assert [str(w) for w in summary.warnings][1:] == [
+        "judgments.jsonl:2: raw: judge 'gpt-5': text not parsed, kept as raw",
+        "judgments.jsonl:4: raw: judge 'gpt-5': text not parsed, kept as raw"]
+
+
+@pytest.mark.parametrize(("deps", "expected"), [
+    ({0: ["t1.q2"]}, "t1.q1 -> t1.q2 -> t1.q1"),
+    ({0: ["t1.q3"], 2: ["t1.q2"]}, "t1.q1 -> t1.q3 -> t1.q2 -> t1.q1"),
+    ({1: ["t1.q1", "t1.q3"], 2: ["t1.q2"]}, "t1.q2 -> t1.q3 -> t1.q2"),
+], ids=["two", "three", "beside-a-valid-one"])
+def test_dependency_cycles_are_refused_and_named(tmp_path, example_bundle, deps, expected):
+    def change(rows):
+        for i, parents in deps.items():
+            rows[0]["questions"][i]["depends_on"] = parents
+    _rewrite(example_bundle / "tasks.jsonl", change)
+    first = expected.split(" ")[0]
+    assert _refused(tmp_path / "p.db", example_bundle) == [
+        f"tasks.jsonl:1: questions[{first}].depends_on: dependency cycle: {expected} (each "
+        "depends on the next)"]
+
+
+def test_a_dependency_chain_without_a_cycle_is_kept(store, example_bundle):
+    _rewrite(example_bundle / "tasks.jsonl",
+             lambda rows: rows[0]["questions"][2].update(depends_on=["t1.q2", "t1.q1"]))
+    import_path(store, example_bundle)
+    assert store.counts()["questions"] == 3
+
+
+def test_bundle_json_through_a_symlink_out_of_the_bundle_is_refused(tmp_path, example_bundle):
+    import os
+
+    outside = tmp_path / "elsewhere.json"
+    shutil.move(example_bundle / "bundle.json", outside)
+    os.symlink(outside, example_bundle / "bundle.json")
+    assert _refused(tmp_path / "p.db", example_bundle) == [
+        "bundle.json: path leaves the bundle (symlink): 'bundle.json'"]
+    # a symlink that stays inside the bundle is fine
+    (example_bundle / "bundle.json").unlink()
+    shutil.move(outside, example_bundle / "header.json")
+    os.symlink(example_bundle / "header.json", example_bundle / "bundle.json")
+    with Store.open(tmp_path / "ok.db") as store:
+        import_path(store, example_bundle)
+
+
+def test_the_reader_itself_refuses_criterion_names_and_unparsed_values(example_bundle):
+    """Located at the bundle's own place (criteria[0], the judgment's line) before any
+    cross-record check."""
+    from annotation.bundle import read_bundle_dir
+
+    for name in ("bundle.json", "judgments.jsonl", "annotations.jsonl"):
+        path = example_bundle / name
+        path.write_text(path.read_text().replace("visual_quality", "Visual_Quality"))
+    _rewrite(example_bundle / "judgments.jsonl",
+             lambda rows: rows[0].update(parse_status="unparsed"))
+    with pytest.raises(ImportRefused) as caught:
+        read_bundle_dir(example_bundle)
+    assert [str(p) for p in caught.value.problems] == [
+        "bundle.json: criteria[0].name: use lowercase letters a-z, digits and '_' only "
+        "([a-z0-9_]+): 'Visual_Quality'",
+        "judgments.jsonl:1: parse_status: 'unparsed' means the judge's text could not be "
+        "read: 'answer' must then be null"]
+
+
+def test_a_zip_member_the_file_system_cannot_take_is_refused(tmp_path, example_bundle):
+    import zipfile
+
+    archive = tmp_path / "long.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted(example_bundle.rglob("*")):
+            if path.is_file():
+                zf.write(path, path.relative_to(example_bundle).as_posix())
+        zf.writestr("images/" + "a" * 300 + ".png", b"x")
+    problems = _refused(tmp_path / "p.db", archive)
+    assert problems == [f"long.zip: images/{'a' * 293}...: cannot extract the member: "
+                        "File name too long"]

@@ -18,10 +18,11 @@ as they were (``tests/bundles.py`` ``db_checksum``). Hypothesis runs ``EXAMPLES`
 examples with a fixed seed (``derandomize=True``); the counts are checked at the end.
 
 Defects this fuzzing found in the reader (annotation/bundle.py, annotation/validate.py,
-annotation/images.py, being edited elsewhere) have a minimal reproducer at the end of the
-file, marked ``xfail(strict=True)``; the fuzz tolerates exactly those failure modes
-(``KNOWN``) for exactly those mutations, still checking that nothing was written. When one
-is fixed its reproducer starts to pass: remove its ``xfail`` and its ``KNOWN`` entry.
+annotation/images.py) keep a minimal reproducer at the end of the file; all of them are
+fixed, so the reproducers are plain regression tests and ``KNOWN`` is empty. A defect found
+later gets a reproducer marked ``xfail(strict=True)`` and a ``KNOWN`` entry: the fuzz then
+tolerates exactly that failure mode for exactly the mutations tagged with it (still checking
+that nothing was written); once fixed, remove both.
 """
 
 from __future__ import annotations
@@ -53,13 +54,10 @@ FILES = ("bundle.json", "tasks.jsonl", "outputs.jsonl", "judgments.jsonl", "anno
 JSONL = FILES[1:]
 ANY = -1  # any line (bundle.json problems carry no line, JSON syntax errors do)
 
-# known defects: mutation tag -> the exceptions it raises today instead of ImportRefused
-KNOWN: dict[str, tuple[type[BaseException], ...]] = {
-    "lone surrogate": (UnicodeEncodeError,),
-    "path component over 255 bytes": (OSError,),
-    "judge scale integer too big for a float": (OverflowError,),
-    "layout coordinate integer too big for a float": (OverflowError,),
-}
+# known defects: mutation tag -> the exceptions it raises today instead of ImportRefused.
+# Empty: every defect found so far is fixed (lone surrogates in text and paths, path
+# components over 255 bytes, integers too big for a float in a judge scale or a layout).
+KNOWN: dict[str, tuple[type[BaseException], ...]] = {}
 
 
 # ------------------------------------------------------------------ the valid base
@@ -509,7 +507,6 @@ def bad_number(draw) -> Mutation:
                                 "step not positive", "judge scale reversed", "non-finite",
                                 "overflow", "huge integer", "layout outside 0..1"]))
     pick = draw(st.integers(0, 10**6))
-    defect = None
     if how == "outside the scale":
         name, line, path, (lo, hi) = SCORES[pick % len(SCORES)]
         value: Any = draw(st.one_of(
@@ -545,16 +542,12 @@ def bad_number(draw) -> Mutation:
             digits = draw(st.integers(310 if is_scale else 13, 400))
             token = b"9" * digits
             leaves = "cat" if path == LAYOUT[2] else ("scale" if is_scale else _leaf(path))
-            if is_scale:
-                defect = "judge scale integer too big for a float"
-            elif path == LAYOUT[2] and digits >= 309:
-                defect = "layout coordinate integer too big for a float"
 
         def apply(draft: Draft) -> None:
             _set(draft.obj(name, line), path, _token(draft, name, token))
 
         return Mutation(f"number: {how}", f"{name}:{line} {path} = {token[:12]!r}", apply,
-                        _where(name, line, leaves), defect)
+                        _where(name, line, leaves))
     else:  # a layout box outside the image
         name, line, path, leaves = TSK, 1, ["meta", "layout", "cat", pick % 4], "cat"
         value = draw(st.one_of(st.floats(1.0001, 1e6), st.floats(-1e6, -0.0001)))
@@ -566,14 +559,27 @@ def bad_number(draw) -> Mutation:
                     _where(name, line, leaves))
 
 
+# strings inside meta objects (free, but they must be valid text too)
+META_TEXTS: list[tuple[str, int | None, list[Any], str]] = [
+    (TSK, 1, ["meta", "notes"], "str"), (HDR, None, ["meta"], "obj"),
+    (TSK, 1, ["meta", "layout", "cat"], "list")]
+
+
 @st.composite
 def lone_surrogate(draw) -> Mutation:
-    name, line, path, kind = draw(st.sampled_from([f for f in FIELDS if f[3] == "str"]))
+    name, line, path, kind = draw(st.sampled_from([f for f in FIELDS if f[3] == "str"]
+                                                  + META_TEXTS))
     mark = chr(draw(st.integers(0xD800, 0xDFFF)))
     at = draw(st.integers(0, 100))
 
     def apply(draft: Draft) -> None:
         obj = draft.obj(name, line)
+        if kind == "obj":  # a key of a meta object
+            _set(obj, path, {f"note{mark}": "x"})
+            return
+        if kind == "list":  # a string inside a list inside meta
+            _get(obj, path).append(f"label {mark}")
+            return
         try:
             text = _get(obj, path)
         except (KeyError, IndexError):
@@ -582,8 +588,9 @@ def lone_surrogate(draw) -> Mutation:
         k = at % (len(text) + 1)
         _set(obj, path, text[:k] + mark + text[k:])
 
+    leaf = {"obj": f"note\\u{ord(mark):04x}", "list": "cat"}.get(kind, _leaf(path))
     return Mutation("lone surrogate", f"{name}:{line} {path} + U+{ord(mark):04X}", apply,
-                    _where(name, line, _leaf(path)), "lone surrogate")
+                    _where(name, line, leaf))
 
 
 IMAGE_FIELDS = [(TSK, 1, ["images", i, "path"]) for i in range(3)] + [(OUT, 1, ["path"])]
@@ -597,8 +604,6 @@ def bad_path(draw) -> Mutation:
         "images\\t1\\cat.png", "images/t1/../t1/cat.png", "./../example/images/t1/cat.png",
         "", " ", "images/t1/nope.png", "images", "images/t1/", "tasks.jsonl", "bundle.json",
         "images/t1/cat.png\x00", "LINK", "a" * 300 + ".png", "images/\ud800.png"]))
-    defect = {"a" * 300 + ".png": "path component over 255 bytes",
-              "images/\ud800.png": "lone surrogate"}.get(value)
 
     def link_out(root: Path) -> None:
         outside = root.parent / f"{root.name}-outside.png"
@@ -611,7 +616,7 @@ def bad_path(draw) -> Mutation:
             draft.fs_edits.append(link_out)
 
     return Mutation("bad path", f"{name}:{line} {path} = {value[:40]!r}", apply,
-                    _where(name, line, "path"), defect)
+                    _where(name, line, "path"))
 
 
 def _bomb(path: Path) -> None:
@@ -735,7 +740,8 @@ def contradiction(draw) -> Mutation:
         "judgment answer on a criterion", "annotation question and criterion",
         "annotation score on a question", "annotation answer on a criterion",
         "missing output with a path", "annotation of a missing output", "bad created_at",
-        "depends on itself", "bad criterion name"]))
+        "depends on itself", "dependency cycle", "unparsed with an answer or score",
+        "bad criterion name"]))
     pick = draw(st.integers(0, 10**6))
     value: Any = None
     if how == "judgment question and criterion":
@@ -763,6 +769,23 @@ def contradiction(draw) -> Mutation:
         value = draw(st.sampled_from(["yesterday", "2026-13-01T00:00:00", "now", "",
                                       "2026-02-30T10:00:00", "2026-11-02T25:00:00",
                                       "2026-11-02T10:00:00+25:00", "02/11/2026", " "]))
+    elif how == "unparsed with an answer or score":  # docs: answer or score are then null
+        name, line, key, value, leaves = JDG, 1 + pick % 5, "parse_status", "unparsed", \
+            "parse_status"
+    elif how == "dependency cycle":  # the base has q2 -> q1; close it through q3 or not
+        name, line, leaves = TSK, 1, "depends_on"
+        through = pick % 2
+
+        def apply_cycle(d: Draft) -> None:
+            questions = d.records[TSK][0]["questions"]
+            if through:  # q1 -> q3 -> q2 -> q1
+                questions[0]["depends_on"] = [questions[2]["question_id"]]
+                questions[2]["depends_on"] = [questions[1]["question_id"]]
+            else:  # q1 -> q2 -> q1
+                questions[0]["depends_on"] = [questions[1]["question_id"]]
+
+        return Mutation("contradiction", f"{how} ({'three' if through else 'two'} questions)",
+                        apply_cycle, _where(name, line, leaves))
     elif how == "depends on itself":
         i = pick % 3
         name, line, leaves = TSK, 1, "depends_on"
@@ -773,9 +796,10 @@ def contradiction(draw) -> Mutation:
 
         return Mutation("contradiction", f"{how} (question {i})", apply_self,
                         _where(name, line, leaves))
-    else:  # docs: [a-z0-9_]+; (upper case and accents are a known defect, not drawn)
+    else:  # docs: [a-z0-9_]+
         bad = draw(st.sampled_from(["visual quality", "visual-quality", "vq!", "v.q", "v/q",
-                                    "v+q", "v\u200bq", "v:q", "\u00a0vq"]))
+                                    "v+q", "v\u200bq", "v:q", "\u00a0vq", "Visual_Quality",
+                                    "VQ", "qualité", "ｖｑ", "vq\u0301", "٣vq", "vq\n"]))
 
         def apply_name(d: Draft) -> None:
             d.header["criteria"][0]["name"] = bad
@@ -820,7 +844,7 @@ def bad_file(draw) -> Mutation:
         return Mutation("bad file", f"bundle.json = {data!r}",
                         lambda d: d.byte_edits.append(edit_header),
                         [(HDR, ANY, frozenset({leaves}))])
-    name = draw(st.sampled_from(list(JSONL)))
+    name = draw(st.sampled_from(list(JSONL) + ([HDR] if how == "symlink out" else [])))
     if how == "a folder":
         def folder(root: Path) -> None:
             (root / name).unlink(missing_ok=True)
@@ -888,7 +912,8 @@ def import_one(db: Path, pristine: Path, bundle: Path, mutation: Mutation) -> st
     changed = db_checksum(db) != before
     if changed:
         shutil.copyfile(pristine, db)
-    if outcome == "error" or (failure is not None and mutation.defect is None):
+    tolerated = mutation.defect is not None and mutation.defect in KNOWN
+    if outcome == "error" or (failure is not None and not tolerated):
         raise AssertionError(f"{mutation.tag}: {mutation.describe}: {failure}")
     if changed and failure != "accepted":
         raise AssertionError(f"{mutation.tag}: {mutation.describe}: refused, but the "
@@ -973,7 +998,7 @@ def test_the_base_itself_is_valid_and_each_fuzz_kind_is_invalid(tmp_path):
     assert _field_leaf("images[0]") == "images" and _field_leaf("meta.layout.cat") == "cat"
 
 
-# ------------------------------------------------------------------ defects found: reproducers
+# ------------------------------------------------------------------ defects found (fixed)
 def _refused_at(example_bundle: Path, db: Path, file: str, line: int | None, leaf: str) -> None:
     Store.open(db).close()
     before = db_checksum(db)
@@ -991,34 +1016,21 @@ def _edit(bundle: Path, name: str, line: int, change: Callable[[dict], None]) ->
     (bundle / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
-@pytest.mark.xfail(strict=True, raises=UnicodeEncodeError,
-                   reason="annotation/bundle.py: a lone surrogate (\\ud800, valid JSON escape, "
-                          "not encodable in UTF-8) passes the text checks and crashes the "
-                          "SQLite write with UnicodeEncodeError instead of ImportRefused")
 def test_defect_lone_surrogate_in_a_text_field(tmp_path, example_bundle):
     _edit(example_bundle, "tasks.jsonl", 1, lambda r: r.update(instruction="Put \ud800 it"))
     _refused_at(example_bundle, tmp_path / "p.db", "tasks.jsonl", 1, "instruction")
 
 
-@pytest.mark.xfail(strict=True, raises=UnicodeEncodeError,
-                   reason="annotation/images.py resolve_inside: a lone surrogate in a path "
-                          "raises UnicodeEncodeError from os.stat instead of BadPath")
 def test_defect_lone_surrogate_in_a_path(tmp_path, example_bundle):
     _edit(example_bundle, "outputs.jsonl", 1, lambda r: r.update(path="outputs/\udc00.png"))
     _refused_at(example_bundle, tmp_path / "p.db", "outputs.jsonl", 1, "path")
 
 
-@pytest.mark.xfail(strict=True, raises=OSError,
-                   reason="annotation/images.py resolve_inside: a path component over 255 "
-                          "bytes makes Path.is_file raise OSError(ENAMETOOLONG)")
 def test_defect_path_component_over_255_bytes(tmp_path, example_bundle):
     _edit(example_bundle, "outputs.jsonl", 1, lambda r: r.update(path="a" * 300 + ".png"))
     _refused_at(example_bundle, tmp_path / "p.db", "outputs.jsonl", 1, "path")
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="annotation/bundle.py _judge: math.isfinite on a JSON integer too big "
-                          "for a float raises OverflowError (judge scale)")
 def test_defect_judge_scale_integer_too_big(tmp_path, example_bundle):
     header = json.loads((example_bundle / "bundle.json").read_text())
     header["judges"][1]["scale"] = [0, 10**400]
@@ -1026,45 +1038,31 @@ def test_defect_judge_scale_integer_too_big(tmp_path, example_bundle):
     _refused_at(example_bundle, tmp_path / "p.db", "bundle.json", None, "scale")
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="annotation/validate.py task_meta_problems: a layout coordinate that "
-                          "is an integer too big for a float raises OverflowError")
 def test_defect_layout_coordinate_integer_too_big(tmp_path, example_bundle):
     _edit(example_bundle, "tasks.jsonl", 1,
           lambda r: r["meta"]["layout"].update(cat=[10**400, 0.6, 0.5, 0.95]))
     _refused_at(example_bundle, tmp_path / "p.db", "tasks.jsonl", 1, "cat")
 
 
-@pytest.mark.xfail(strict=True, reason="annotation/validate.py: a dependency cycle between two "
-                   "questions (q1 needs q2, q2 needs q1) is accepted; a question depending on "
-                   "itself is refused")
-def test_defect_dependency_cycle_is_accepted(tmp_path, example_bundle):
+def test_defect_dependency_cycle_is_refused(tmp_path, example_bundle):
     _edit(example_bundle, "tasks.jsonl", 1,
           lambda r: r["questions"][0].update(depends_on=["t1.q2"]))
     _refused_at(example_bundle, tmp_path / "p.db", "tasks.jsonl", 1, "depends_on")
 
 
-@pytest.mark.xfail(strict=True, reason="annotation/bundle.py: parse_status 'unparsed' with an "
-                   "answer is accepted (docs: unparsed means answer or score null)")
-def test_defect_unparsed_judgment_with_an_answer_is_accepted(tmp_path, example_bundle):
+def test_defect_unparsed_judgment_with_an_answer_is_refused(tmp_path, example_bundle):
     _edit(example_bundle, "judgments.jsonl", 1, lambda r: r.update(parse_status="unparsed"))
     _refused_at(example_bundle, tmp_path / "p.db", "judgments.jsonl", 1, "parse_status")
 
 
-@pytest.mark.xfail(strict=True, reason="annotation/bundle.py _criterion: names are checked with "
-                   "str.isalnum, so 'Visual_Quality' or 'qualité' are accepted (docs: "
-                   "[a-z0-9_]+)")
-def test_defect_criterion_name_outside_a_z0_9_is_accepted(tmp_path, example_bundle):
+def test_defect_criterion_name_outside_a_z0_9_is_refused(tmp_path, example_bundle):
     for name in ("bundle.json", "judgments.jsonl", "annotations.jsonl"):
         path = example_bundle / name
         path.write_text(path.read_text().replace("visual_quality", "Visual_Quality"))
     _refused_at(example_bundle, tmp_path / "p.db", "bundle.json", None, "name")
 
 
-@pytest.mark.xfail(strict=True, reason="annotation/bundle.py _read_header: bundle.json is read "
-                   "through a symlink that leaves the bundle (docs: symlinks out of it are "
-                   "refused; the .jsonl files are checked)")
-def test_defect_bundle_json_symlink_out_of_the_bundle_is_followed(tmp_path, example_bundle):
+def test_defect_bundle_json_symlink_out_of_the_bundle_is_refused(tmp_path, example_bundle):
     outside = tmp_path / "elsewhere.json"
     shutil.move(example_bundle / "bundle.json", outside)
     os.symlink(outside, example_bundle / "bundle.json")

@@ -98,12 +98,22 @@ def _trace_project(tmp_path: Path) -> Path:
         {"task_id": "cacao", "instruction": "Generate a new scene.", "questions": questions,
          "meta": {"formula": "C(f1⊕g1)"}},
         {"task_id": "plain", "instruction": "No formula here.", "meta": {}},
-        {"task_id": "broken", "instruction": "A bad formula.", "meta": {"formula": "C(f1,"}},
     ])
     (bundle / "outputs.jsonl").write_text("")
     db = tmp_path / "trace.db"
     assert main(["import", str(bundle), "--db", str(db), "--quiet"]) == 0
     return db
+
+
+def _add_broken_task(db: Path) -> None:
+    """A malformed formula can no longer be imported (the bundle check refuses it); a
+    database written before that check may still hold one: write it directly."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO tasks (task_id, instruction, checklist_id, meta)"
+                     " VALUES ('broken', 'A bad formula.', 'broken', ?)",
+                     [json.dumps({"formula": "C(f1,"})])
 
 
 def test_tree_of_a_task_writes_nodes_with_their_questions(tmp_path, capsys):
@@ -144,6 +154,7 @@ def test_tree_of_a_task_json(tmp_path, capsys):
 
 def test_tree_of_a_task_refusals(tmp_path, capsys):
     db = _trace_project(tmp_path)
+    _add_broken_task(db)
     out = tmp_path / "o"
     assert main(["tree", "--db", str(db), "--task", "nope", "--out", str(out)]) == 1
     assert "no task 'nope'" in capsys.readouterr().err

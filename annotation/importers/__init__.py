@@ -94,7 +94,9 @@ Progress = Callable[[int], object] | None
 def import_project(store: Store, project: ProjectData, *, user: str | None = None,
                    progress: Progress = None) -> ImportSummary:
     """Validate records against the store and write them in one transaction."""
-    checked = validate.check_project(project, store.existing_rows(project))
+    existing = store.existing_rows(project)
+    existing.update(validate.existing_tree_rows(store, project))
+    checked = validate.check_project(project, existing)
     if progress:
         progress(1)
     import_id = store.write(checked.project, user=user)
