@@ -125,6 +125,15 @@ def keyboard_sign_in(page: Any) -> None:
     page.keyboard.type(USER)
     page.keyboard.press("Tab")
     page.keyboard.type(PASSWORD)
+    # On a loaded machine a late redraw of the form can swallow the typed password (seen
+    # once in a full run: name kept, password empty). Check before Enter, retype if so.
+    password = page.locator("input[type='password']")
+    if password.input_value() != PASSWORD:
+        password.focus()
+        page.keyboard.press("Control+A")
+        page.keyboard.type(PASSWORD)
+    assert page.locator("input[aria-label='Name']").input_value() == USER
+    assert password.input_value() == PASSWORD
     page.keyboard.press("Enter")
     page.wait_for_selector("[data-testid='stSidebar']", timeout=30_000)
 
