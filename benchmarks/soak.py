@@ -166,7 +166,8 @@ async def annotator(browser, port: int, i: int, reader: Reader, end: float,
             if await wait_for(lambda b=before: reader.submissions(who) > b, ANSWER_TIMEOUT):
                 counts["submitted"] += 1
             else:
-                errors.append(f"{who}: submission did not arrive")
+                errors.append(f"{who}: Enter on a complete item did not submit it within "
+                              f"{ANSWER_TIMEOUT:g} s")
             continue
         before = reader.answers(who)
         t0 = time.perf_counter()
@@ -245,8 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"key -> database (ms) p50 {statistics.median(ms):.0f}  p95 {p95:.0f}"
               f"  max {ms[-1]:.0f}")
     print(f"items submitted      {counts['submitted']}")
-    print(f"errors               {len(errors)} lost/late answers, {server_errors} server "
-          f"tracebacks, integrity {integrity}")
+    ignored = sum("did not submit" in e for e in errors)
+    print(f"errors               {len(errors) - ignored} answer keys without an answer, "
+          f"{ignored} submit keys without a submission, {server_errors} server tracebacks, "
+          f"integrity {integrity}")
     for e in errors[:10]:
         print(f"  {e}")
     return 1 if errors or server_errors or integrity != "ok" else 0
