@@ -36,7 +36,8 @@ from annotation import schema
 from annotation.images import EXTENSIONS
 from annotation.store import BUSY_TIMEOUT_MS, now_iso
 
-COUNTED = ("annotations", "submissions", "flags", "outputs", "files", "users", "audit_log")
+COUNTED = ("annotations", "submissions", "flags", "outputs", "files", "users", "audit_log",
+           "prelabel_readings", "conflict_verdicts", "tree_reviews")
 
 
 class RecoveryError(RuntimeError):
@@ -316,6 +317,10 @@ def restore(backup_path: str | os.PathLike[str], db_path: str | os.PathLike[str]
         copied, present, _ = _copy_media(files, src, db)  # files first: rows never lack them
         set_aside = None
         if db.exists() and _usable(db):
+            # keep what is replaced: a forced restore must not lose answers given since
+            stamp = now_iso()[:19].replace(":", "").replace("-", "")
+            set_aside = db.with_name(f"{db.name}.replaced-{stamp}")
+            backup(db, set_aside)
             _overwrite(source, db)
         else:
             if db.exists():

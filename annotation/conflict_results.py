@@ -43,13 +43,18 @@ VERDICT_COLUMNS = ["task_id", "conflict", "verifier", "automatic", "agrees", "la
 
 # ------------------------------------------------------------------------ loading
 def load_verdicts(store: Store, *, history: bool = False) -> pd.DataFrame:
-    """Current verdicts (or, with ``history``, every row with ``supersedes``) as a table;
-    ``automatic``/``agrees``/``label`` as booleans (None where absent)."""
+    """Current verdicts of submitted tasks (work in progress is not a result yet) or, with
+    ``history``, every row ever written, with ``supersedes``; ``automatic``/``agrees``/
+    ``label`` as booleans (None where absent)."""
     view = "conflict_verdicts" if history else "current_conflict_verdicts"
     extra = ", verdict_id, supersedes" if history else ""
+    submitted = "" if history else (
+        " WHERE EXISTS (SELECT 1 FROM verify_submissions s WHERE s.verifier = v.verifier"
+        " AND s.task_id = v.task_id)")
     df = store.query_df(
         f"SELECT task_id, conflict, verifier, automatic, agrees, label, note, blind,"
-        f" created_at{extra} FROM {view} ORDER BY task_id, conflict, verifier, created_at")
+        f" created_at{extra} FROM {view} v{submitted}"
+        " ORDER BY task_id, conflict, verifier, created_at")
     for col in ("automatic", "agrees", "label", "blind"):
         df[col] = df[col].map(lambda v: None if pd.isna(v) else bool(v)).astype(object)
     return df
@@ -214,17 +219,21 @@ def conflict_statistics(tasks: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFra
 
 
 def labels_jsonl_rows(labels: pd.DataFrame, verdicts: pd.DataFrame,
-                      readings: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+                      readings: pd.DataFrame | None = None,
+                      tasks: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """One record per verified task in the VIF-Bench labels shape (``id`` and the four
-    ``*_conflict`` keys, None where undecided; a type the task cannot have is False), plus
+    ``*_conflict`` keys: the verified label; None where the task has that type (``tasks``,
+    from :func:`load_tasks`) but no decided label; False for a type it cannot have), plus
     ``verifiers``, every current ``verdicts`` entry with its note, and the verifiers'
     ``readings`` of the pre-labels (``{verifier: {Image_k: {attribute: value}}}``)."""
     out = []
     for task, g in labels.groupby("task_id", sort=True):
         record: dict[str, Any] = {"id": task}
         decided = dict(zip(g["conflict"], g["verified"], strict=True))
+        has = (set(tasks.loc[tasks["task_id"] == task, "conflict"].dropna())
+               if tasks is not None else set(decided))
         for kind in CONFLICT_TYPES:
-            record[CONFLICT_KEYS[kind]] = decided.get(kind, False)
+            record[CONFLICT_KEYS[kind]] = decided.get(kind) if kind in has else False
         mine = verdicts[verdicts["task_id"] == task]
         record["verifiers"] = sorted(mine["verifier"].unique())
         record["verdicts"] = [
@@ -267,7 +276,8 @@ def conflict_tables(store: Store) -> dict[str, pd.DataFrame]:
 def verified_labels_jsonl(store: Store) -> str:
     """The ``verified_labels.jsonl`` text (see :func:`labels_jsonl_rows`)."""
     verdicts = load_verdicts(store)
-    rows = labels_jsonl_rows(verified_labels(verdicts), verdicts, load_readings(store))
+    rows = labels_jsonl_rows(verified_labels(verdicts), verdicts, load_readings(store),
+                             load_tasks(store))
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 

@@ -44,7 +44,7 @@ COLUMNS = [
     "note", "annotation_id", "supersedes", "previous_answer", "previous_score",
     "previous_note", "source", "subject", "event_id", "import_id", "detail",
 ]
-ITEM_ACTIONS = ("item.",)
+ITEM_ACTIONS = ("item.", "verify.submit", "tree.submit")
 ACCOUNT_ACTIONS = ("user.", "login.")
 
 

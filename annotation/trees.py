@@ -230,6 +230,12 @@ def load_tree_item(store: Store, root_output_id: str) -> TreeItem:
                     {n.id: images.get(n.id) for n in tree.nodes})
 
 
+def vlm_judges(store: Store) -> list[str]:
+    """The project's VLM judges, by name (the candidates for the tree pages' judge)."""
+    judges = store.judges_df()
+    return sorted(judges[judges.kind == "vlm"]["name"])
+
+
 def default_judge(store: Store) -> str | None:
     """The VLM judge with the most answers on node outputs (ties: by name)."""
     nodes = node_output_ids(store)

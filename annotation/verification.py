@@ -38,7 +38,11 @@ from typing import Any
 import pandas as pd
 
 from annotation import routing
-from annotation.conflicts import (
+from annotation.conflicts import (  # the rules' own spellings of each pre-label
+    _LIGHT_KEYS,
+    _POSE_KEYS,
+    _RELIABLE_KEYS,
+    _WIND_KEYS,
     CONFLICT_KEYS,
     Decision,
     reference_names,
@@ -70,8 +74,8 @@ ATTRIBUTE_LABELS = {
     "pose_distinctive": "Clear, non-neutral pose",
 }
 #: Accepted spellings of a pre-label attribute in ``meta.prelabel``.
-_ALIASES = {"light_distinctive": ("light_distinctive", "lighting_distinctive",
-                                  "distinctive_lighting")}
+_ALIASES = {"light_distinctive": _LIGHT_KEYS, "wind_responsive": _WIND_KEYS,
+            "pose_distinctive": _POSE_KEYS, "yaw_reliable": _RELIABLE_KEYS}
 DEFAULT_OVERLAP = 2
 DEFAULT_RESERVATION_MINUTES = 30
 

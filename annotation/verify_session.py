@@ -111,9 +111,10 @@ class VerifySession:
             old = self.verdicts().get(conflict)
             note = old.note if old else self.pending_note(conflict)
         assert self.task_id is not None
+        # blind: the automatic label was hidden until the verifier had read something
+        blind = self.settings.blind and bool(self.item.needed())
         return vf.give_verdict(self.store, self.verifier, self.task_id, conflict, label,
-                               automatic, note=note, blind=self.settings.blind,
-                               active=self._active())
+                               automatic, note=note, blind=blind, active=self._active())
 
     def set_note(self, conflict: str, note: str) -> int | None:
         """Change the note of a verdict already given (a new row, history kept)."""

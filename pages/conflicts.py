@@ -11,6 +11,7 @@ import streamlit as st
 from annotation import render
 from annotation import verification as vf
 from annotation.app_state import open_store
+from annotation.conflicts import normalize_yaw
 from annotation.readouts import readouts
 from annotation.verify_session import VerifySession
 from annotation.widgets import inert, require
@@ -106,7 +107,8 @@ for check in item.checks:
                                  + (" · your reading is saved" if given else ""))
                     if attr == "yaw":
                         st.slider(vf.ATTRIBUTE_LABELS[attr], -180, 180,
-                                  value=int(round(value)) if value is not None else 0,
+                                  value=int(round(normalize_yaw(value)))
+                                  if value is not None else 0,
                                   step=5, key=key, help=help_text + ". 0 = facing the camera, "
                                   "+90 = screen-right, -90 = screen-left, 180 = back",
                                   on_change=save, args=(index, attr, key))

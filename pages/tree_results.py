@@ -13,7 +13,7 @@ from annotation import tree_review as tr
 from annotation.analytics import csv_bytes, float_columns
 from annotation.app_state import open_store
 from annotation.store import Store
-from annotation.trees import default_judge
+from annotation.trees import default_judge, vlm_judges
 from annotation.widgets import require
 
 PAPER_AGREEMENT = 0.826  # TRACE-Bench Appendix C.3: 200 Emu3.5 cases
@@ -91,8 +91,7 @@ with left, st.form("tree-settings"):
     overlap = st.number_input("Distinct reviewers per tree", 1, 20, settings.overlap)
     minutes = st.number_input("Reservation timeout (minutes)", 1, 24 * 60,
                               settings.reservation_minutes)
-    judges = list(store.query_df("SELECT name FROM judges WHERE kind = 'vlm' ORDER BY name")
-                  ["name"])
+    judges = vlm_judges(store)
     options = [None, *judges]
     fallback = default_judge(store)
     chosen = st.selectbox(

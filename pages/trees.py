@@ -59,6 +59,7 @@ reviews = tr.my_reviews(store, user.name, output_id)
 question_text = dict(task_questions(store, item.task_id)[["question_id", "text"]].itertuples(
     index=False))
 revealed = tr.reveal_automatic(failing, reviews)
+shown = passes if revealed else passes.iloc[0:0]  # the judge's node passes: after answering
 done, total = tr.personal_progress(store, user.name)
 
 # ------------------------------------------------------------------ header
@@ -91,15 +92,19 @@ with node_col:
         st.text(node.prompt)
     if node.downgrades:
         st.caption("Downgraded to text: " + inert(", ".join(node.downgrades)))
-    mine = passes[passes.node == selected]
+    mine = shown[shown.node == selected]
     for qid in node.questions:
         row = mine[mine.question_id == qid]
         mark = ((":green-badge[pass]" if bool(row.passed.iloc[0]) else ":red-badge[fail]")
-                if len(row) else ":gray-badge[not judged]")
+                if len(row) else ":gray-badge[–]")
         st.markdown(f"{mark} {inert(question_text.get(qid, qid))}")
-    st.caption(f"Passes by {inert(judge)} (the judge being audited)")
+    if revealed:
+        st.caption(f"Passes by {inert(judge)} (the judge being audited)")
+    else:
+        st.caption("The judge's passes per node are shown once you have localized every "
+                   "failure (blind review): judge the images yourself.")
 with tree_col:
-    st.graphviz_chart(tr.tree_dot(item, passes, selected), width="content")
+    st.graphviz_chart(tr.tree_dot(item, shown, selected), width="content")
 
 # ------------------------------------------------------------------ the reviewer's answers
 st.markdown("#### Failures at the root")

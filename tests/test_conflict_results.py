@@ -16,6 +16,7 @@ from annotation import conflict_results as cr
 from annotation.cli import main
 from annotation.importers import import_path
 from annotation.store import Store
+from annotation.verification import submit_task
 from annotation.verify_session import VerifySession
 
 
@@ -184,3 +185,31 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     refused.run()
     assert [e.value for e in refused.error] == ["This page is for admins only."]
     assert not refused.dataframe
+
+
+def test_unsubmitted_and_partial_work_is_not_a_verified_label(tmp_path):
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        import_path(store, write_conflict_bundle(tmp_path / "b"))
+        session = VerifySession(store, "ann1", {})
+        task = session.task_id
+        session.confirm_readings({})
+        first = session.item.checks[0].conflict
+        session.set_verdict(first, agree=True)  # one verdict, task not submitted
+        assert cr.labels_jsonl_rows(cr.verified_labels(cr.load_verdicts(store)),
+                                    cr.load_verdicts(store)) == []
+        other = VerifySession(store, "ann2", {})
+        other._open(task)
+        other.confirm_readings({})
+        other.set_verdict(first, agree=True)
+        submit_task(store, "ann2", task)  # submitted with one type judged only
+        verdicts = cr.load_verdicts(store)
+        rows = cr.labels_jsonl_rows(cr.verified_labels(verdicts), verdicts,
+                                    tasks=cr.load_tasks(store))
+    assert [r["verifiers"] for r in rows] == [["ann2"]]
+    kinds = [c.conflict for c in session.item.checks]
+    record = rows[0]
+    for kind in kinds[1:]:
+        assert record[f"{kind}_conflict"] is None  # the task has it, nobody decided it
+    absent = {"orientation", "light", "wind", "pose"} - set(kinds)
+    assert all(record[f"{k}_conflict"] is False for k in absent)

@@ -149,8 +149,9 @@ def test_page_hides_the_automatic_localization_until_answered(tdb):
     assert at.subheader[0].value.endswith("task tr1")
     text = all_text(at)
     for hidden in ("Automatic localization", "Joint Composition", "Global Reference",
-                   "Stable Success", "Persistent Failure"):
-        assert hidden not in text
+                   "Stable Success", "Persistent Failure", "badge[pass]", "badge[fail]",
+                   " pass\\n", "3/5 pass"):
+        assert hidden not in text, hidden
     origins = [s for s in at.selectbox if s.label.startswith("First node")]
     assert len(origins) == 3
     choice = {"g1": "N2a", "f1⊕g1": "N1", "f2": "N1"}
@@ -165,6 +166,7 @@ def test_page_hides_the_automatic_localization_until_answered(tdb):
     assert not at.exception
     text = all_text(at)
     assert "Automatic localization" in text and "Joint Composition" in text
+    assert "badge[fail]" in text and "3/5 pass" in text  # the judge's node passes, now
     with Store.open(tdb) as store:
         reviews = tr.my_reviews(store, "rev1", "tr1/m")
     assert {k: r.origin for k, r in reviews.items()} == {
