@@ -321,19 +321,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("conflicts", help="verified conflict labels (JSONL) and their "
-                       "agreement tables (CSV)")
-    p.add_argument("--db", required=True)
-    p.add_argument("--out", required=True, help="folder for verified_labels.jsonl and the CSVs")
-    p.add_argument("--quiet", action="store_true")
-    p.set_defaults(func=cmd_conflicts)
-
-    p = sub.add_parser("trees", help="diagnostic-tree localization: Table 3, Figure 11, "
-                       "automatic vs human and human vs human agreement (CSV), reviews.jsonl")
-    p.add_argument("--db", required=True)
-    p.add_argument("--out", required=True, help="folder for reviews.jsonl and the CSVs")
-    p.add_argument("--quiet", action="store_true")
-    p.set_defaults(func=cmd_trees)
+    for name, func, text, jsonl in (
+        ("conflicts", cmd_conflicts, "verified conflict labels (JSONL) and their agreement "
+         "tables (CSV)", "verified_labels.jsonl"),
+        ("trees", cmd_trees, "diagnostic-tree localization: Table 3, Figure 11, automatic vs "
+         "human and human vs human agreement (CSV), reviews.jsonl", "reviews.jsonl"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--db", required=True)
+        p.add_argument("--out", required=True, help=f"folder for {jsonl} and the CSVs")
+        p.add_argument("--quiet", action="store_true")
+        p.set_defaults(func=func)
 
     p = sub.add_parser("serve", help="start the app (the demo project without --db)")
     p.add_argument("--db", help="project database (default: the demo project)")

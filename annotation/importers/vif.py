@@ -1007,6 +1007,27 @@ class _Reader:
 
     # ---- labels/vi_conflicts.jsonl
 
+    def row_task(self, rel: str, line: int, row: dict[str, Any], seen: dict[str, int]
+                 ) -> tuple[str | None, str | None]:
+        """``(id key, task id)`` of a per-task row (``id`` / ``task_id`` ...), or a located
+        problem and ``(key, None)``: missing or non-string id, a task not in the metadata,
+        a second row for a task already ``seen`` (task id -> first line)."""
+        key = next((k for k in SCORE_ID_KEYS if k in row), None)
+        raw_id = row.get(key) if key else None
+        if not isinstance(raw_id, str) or not raw_id.strip():
+            self.problems.add(rel, line, key or "id", "missing" if raw_id is None
+                              else f"expected a string, got {_type(raw_id)}")
+            return key, None
+        task_id = normalize_task_id(raw_id)
+        if task_id not in self.task_ids:
+            self.problems.add(rel, line, key, f"no task {raw_id!r} in {METADATA}")
+            return key, None
+        if task_id in seen:
+            self.problems.add(rel, line, key, f"duplicate row for task {task_id!r}"
+                              f" (first on line {seen[task_id]})")
+            return key, None
+        return key, task_id
+
     def read_conflict_labels(self) -> None:
         """Merge ``labels/vi_conflicts.jsonl`` (when present) into task and image meta."""
         rel = CONFLICT_LABELS
@@ -1015,19 +1036,8 @@ class _Reader:
         tasks = {t.task_id: t for t in self.tasks}
         seen: dict[str, int] = {}
         for line, row in _read_jsonl(self.root, rel, self.problems):
-            key = next((k for k in SCORE_ID_KEYS if k in row), None)
-            raw_id = row.get(key) if key else None
-            if not isinstance(raw_id, str) or not raw_id.strip():
-                self.problems.add(rel, line, key or "id", "missing" if raw_id is None
-                                  else f"expected a string, got {_type(raw_id)}")
-                continue
-            task_id = normalize_task_id(raw_id)
-            if task_id not in self.task_ids:
-                self.problems.add(rel, line, key, f"no task {raw_id!r} in {METADATA}")
-                continue
-            if task_id in seen:
-                self.problems.add(rel, line, key, f"duplicate row for task {task_id!r}"
-                                  f" (first on line {seen[task_id]})")
+            key, task_id = self.row_task(rel, line, row, seen)
+            if task_id is None:
                 continue
             seen[task_id] = line
             if task_id not in tasks:  # its metadata row had errors, already reported
@@ -1161,20 +1171,10 @@ class _Reader:
         if not (self.root / rel).exists():
             return rows
         unknown: dict[str, int] = {}
+        first_line: dict[str, int] = {}  # task id -> line of its accepted row
         for line, row in _read_jsonl(self.root, rel, self.problems):
-            key = next((k for k in SCORE_ID_KEYS if k in row), None)
-            raw_id = row.get(key) if key else None
-            if not isinstance(raw_id, str) or not raw_id.strip():
-                self.problems.add(rel, line, key or "id", "missing" if raw_id is None
-                                  else f"expected a string, got {_type(raw_id)}")
-                continue
-            task_id = normalize_task_id(raw_id)
-            if task_id not in self.task_ids:
-                self.problems.add(rel, line, key, f"no task {raw_id!r} in {METADATA}")
-                continue
-            if task_id in rows:
-                self.problems.add(rel, line, key, f"duplicate row for task {task_id!r}"
-                                  f" (first on line {rows[task_id][0]})")
+            key, task_id = self.row_task(rel, line, row, first_line)
+            if task_id is None:
                 continue
             ok = True
             for name in (*CRITERION_NAMES, "average"):
@@ -1193,6 +1193,7 @@ class _Reader:
                     unknown.setdefault(name, line)
             if ok:
                 rows[task_id] = (line, row)
+                first_line[task_id] = line
         if unknown:
             first = min(unknown.values())
             self.warn(rel, first, None, "fields ignored: " + ", ".join(sorted(unknown)))
