@@ -12,11 +12,15 @@ take the last open slot.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
-from annotation.store import Store
+from annotation.store import Store, append_audit, dumps
+
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -124,3 +128,35 @@ def overall_progress(store: Store, tables: Tables, eligible: list[str], overlap:
     """(submissions counted toward overlap, eligible units x overlap)."""
     counts = submission_counts(store, tables)
     return (sum(min(counts.get(u, 0), overlap) for u in eligible), len(eligible) * overlap)
+
+
+def renew(conn: Any, tables: Tables, person: str, unit: str, now: datetime,
+          minutes: int) -> None:
+    """Push ``person``'s reservation of ``unit`` to ``now + minutes`` (every answer renews
+    it), inside the caller's transaction."""
+    t = tables
+    conn.execute(
+        f"UPDATE {t.reservations} SET expires_at = ? WHERE {t.unit} = ? AND {t.person} = ?",
+        [(now + timedelta(minutes=minutes)).isoformat(timespec="microseconds"), unit, person])
+
+
+def read_settings(store: Store, key: str, cls: type[S]) -> S:
+    """The settings dataclass ``cls`` stored as JSON under project key ``key`` (unknown
+    fields ignored, missing ones at their defaults)."""
+    raw = json.loads(store.project_info().get(key, "{}"))
+    return cls(**{k: v for k, v in raw.items() if k in cls.__dataclass_fields__})
+
+
+def write_settings(store: Store, key: str, cls: type[S], actor: str, action: str,
+                   changes: dict[str, Any]) -> S:
+    """Change stored settings (``overlap`` and ``reservation_minutes`` at least 1); the
+    change goes to the audit log as ``action`` by ``actor``."""
+    settings = cls(**(read_settings(store, key, cls).__dict__ | changes))
+    if settings.overlap < 1 or settings.reservation_minutes < 1:  # type: ignore[attr-defined]
+        raise ValueError("overlap and reservation_minutes must be at least 1")
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO project (key, value) VALUES (?, ?) ON CONFLICT(key)"
+            " DO UPDATE SET value = excluded.value", [key, dumps(settings.__dict__)])
+        append_audit(conn, actor=actor, action=action, subject=None, detail=changes)
+    return settings

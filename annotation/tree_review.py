@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -64,21 +64,13 @@ class TreeSettings:
 
 
 def get_settings(store: Store) -> TreeSettings:
-    raw = json.loads(store.project_info().get(_SETTINGS_KEY, "{}"))
-    return TreeSettings(**{k: v for k, v in raw.items()
-                           if k in TreeSettings.__dataclass_fields__})
+    return routing.read_settings(store, _SETTINGS_KEY, TreeSettings)
 
 
 def set_settings(store: Store, actor: str, **changes: Any) -> TreeSettings:
-    settings = TreeSettings(**(get_settings(store).__dict__ | changes))
-    if settings.overlap < 1 or settings.reservation_minutes < 1:
-        raise ValueError("overlap and reservation_minutes must be at least 1")
-    with store.transaction() as conn:
-        conn.execute(
-            "INSERT INTO project (key, value) VALUES (?, ?) ON CONFLICT(key)"
-            " DO UPDATE SET value = excluded.value", [_SETTINGS_KEY, dumps(settings.__dict__)])
-        append_audit(conn, actor=actor, action="tree.settings", subject=None, detail=changes)
-    return settings
+    """Change the tree-review settings (overlap and reservation >= 1, judge); audited."""
+    return routing.write_settings(store, _SETTINGS_KEY, TreeSettings, actor, "tree.settings",
+                                  changes)
 
 
 def judge_for(store: Store) -> str | None:
@@ -157,10 +149,7 @@ def give_review(store: Store, reviewer: str, output_id: str, instance: str, orig
             [reviewer, output_id, instance, origin, reason, box_text, note,
              stamp.isoformat(timespec="microseconds"),
              None if current is None else current[0]])
-        conn.execute(
-            "UPDATE tree_reservations SET expires_at = ? WHERE output_id = ? AND reviewer = ?",
-            [(stamp + timedelta(minutes=settings.reservation_minutes)).isoformat(
-                timespec="microseconds"), output_id, reviewer])
+        routing.renew(conn, _TABLES, reviewer, output_id, stamp, settings.reservation_minutes)
         return int(cur.lastrowid or 0)
 
 

@@ -32,7 +32,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -51,7 +51,7 @@ from annotation.conflicts import (  # the rules' own spellings of each pre-label
 )
 from annotation.readouts import readouts
 from annotation.routing import Tables, choose_next
-from annotation.store import Store, append_audit, dumps, now_iso
+from annotation.store import Store, append_audit, now_iso
 from annotation.workflow import ItemImage
 
 #: The conflict types a verifier judges (layout never conflicts).
@@ -95,24 +95,13 @@ _SETTINGS_KEY = "conflict_verification"
 
 
 def get_settings(store: Store) -> VerifySettings:
-    raw = json.loads(store.project_info().get(_SETTINGS_KEY, "{}"))
-    return VerifySettings(
-        **{k: v for k, v in raw.items() if k in VerifySettings.__dataclass_fields__})
+    return routing.read_settings(store, _SETTINGS_KEY, VerifySettings)
 
 
 def set_settings(store: Store, actor: str, **changes: Any) -> VerifySettings:
     """Change the verification settings (overlap and reservation >= 1); audited."""
-    settings = VerifySettings(**(get_settings(store).__dict__ | changes))
-    if settings.overlap < 1 or settings.reservation_minutes < 1:
-        raise ValueError("overlap and reservation_minutes must be at least 1")
-    with store.transaction() as conn:
-        conn.execute(
-            "INSERT INTO project (key, value) VALUES (?, ?) ON CONFLICT(key)"
-            " DO UPDATE SET value = excluded.value",
-            [_SETTINGS_KEY, dumps(settings.__dict__)],
-        )
-        append_audit(conn, actor=actor, action="verify.settings", subject=None, detail=changes)
-    return settings
+    return routing.write_settings(store, _SETTINGS_KEY, VerifySettings, actor,
+                                  "verify.settings", changes)
 
 
 # ------------------------------------------------------------------------ the task
@@ -328,14 +317,6 @@ def next_task(store: Store, verifier: str, now: datetime | None = None) -> str |
                        salt="verify", now=_stamp(now))
 
 
-def _renewal(store: Store, verifier: str, task_id: str, now: datetime | None
-             ) -> tuple[str, list[Any]]:
-    minutes = get_settings(store).reservation_minutes
-    expires = (_stamp(now) + timedelta(minutes=minutes)).isoformat(timespec="microseconds")
-    return ("UPDATE verify_reservations SET expires_at = ? WHERE task_id = ? AND verifier = ?",
-            [expires, task_id, verifier])
-
-
 # ------------------------------------------------------------------------ answers
 def _check_value(attribute: str, value: Any) -> Any:
     if attribute not in ATTRIBUTE_TYPE:
@@ -374,8 +355,8 @@ def give_reading(
             [verifier, task_id, image_idx, attribute, text,
              _stamp(now).isoformat(timespec="microseconds"),
              None if current is None else current[0]])
-        sql, params = _renewal(store, verifier, task_id, now)
-        conn.execute(sql, params)
+        routing.renew(conn, _TABLES, verifier, task_id, _stamp(now),
+                      get_settings(store).reservation_minutes)
         _add_time(conn, active)
         return int(cur.lastrowid or 0)
 
@@ -447,8 +428,8 @@ def give_verdict(
             [verifier, task_id, conflict, auto, agrees, int(label), note, int(blind),
              _stamp(now).isoformat(timespec="microseconds"),
              None if current is None else current[0]])
-        sql, params = _renewal(store, verifier, task_id, now)
-        conn.execute(sql, params)
+        routing.renew(conn, _TABLES, verifier, task_id, _stamp(now),
+                      get_settings(store).reservation_minutes)
         _add_time(conn, active)
         return int(cur.lastrowid or 0)
 
