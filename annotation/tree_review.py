@@ -259,3 +259,87 @@ def tree_dot(item: TreeItem, passes: pd.DataFrame, selected: str | None = None) 
                          f'[label="{_dot_text(edge)}"];')
     lines.append("}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------ the page's controller
+def box_from_pixels(xs: list[float], ys: list[float], width: int, height: int
+                    ) -> list[float] | None:
+    """A box selection in image pixels (plotly's ``x`` and ``y`` ranges) as
+    ``[x0, y0, x1, y1]`` in 0..1, clipped to the image; None when it has no area."""
+    box = [max(0.0, min(xs) / width), max(0.0, min(ys) / height),
+           min(1.0, max(xs) / width), min(1.0, max(ys) / height)]
+    return box if box[0] < box[2] and box[1] < box[3] else None
+
+
+def compare_with_automatic(automatic: pd.DataFrame, failing: list[FailingInstance],
+                           reviews: Mapping[str, Review]) -> list[dict[str, Any]]:
+    """Per failing instance the reviewer answered: element, the automatic category and
+    origin (``first_pass`` node, or ``persistent``), the reviewer's origin, and ``same``."""
+    auto = automatic.set_index("key")
+    rows = []
+    for f in failing:
+        if f.key not in reviews or f.key not in auto.index:
+            continue
+        a = auto.loc[f.key]
+        origin = a.first_pass if a.first_pass else PERSISTENT
+        mine = reviews[f.key].origin
+        rows.append({"element": f.target or f.operator, "category": str(a.category),
+                     "automatic": str(origin), "yours": mine, "same": origin == mine})
+    return rows
+
+
+class TreeSession:
+    """One reviewer working through trees; ``state`` (a plain dict) survives Streamlit
+    reruns. Every change is written at once (append-only), so a reload resumes."""
+
+    FIELDS = ("origin", "reason", "box", "note")
+
+    def __init__(self, store: Store, reviewer: str, state: dict[str, Any]):
+        self.store, self.reviewer, self.state = store, reviewer, state
+        if state.get("reviewer") != reviewer:
+            state.clear()
+            state["reviewer"] = reviewer
+
+    @property
+    def output_id(self) -> str | None:
+        if "output_id" not in self.state:
+            self.state.update(output_id=next_tree(self.store, self.reviewer), reviewing=False)
+        return self.state["output_id"]
+
+    def reviews(self) -> dict[str, Review]:
+        assert self.output_id is not None
+        return my_reviews(self.store, self.reviewer, self.output_id)
+
+    def set_field(self, instance: str, field: str, value: Any) -> int | None:
+        """Change one field of the review of ``instance``, keeping the others as stored now
+        (read again here: two widgets changed in one rerun must not undo each other).
+        Nothing is written before an origin is chosen."""
+        if field not in self.FIELDS:
+            raise ValueError(f"field must be one of {', '.join(self.FIELDS)}")
+        old = self.reviews().get(instance)
+        values = {f: getattr(old, f) if old else None for f in self.FIELDS} | {field: value}
+        if values["origin"] is None:
+            return None
+        assert self.output_id is not None
+        return give_review(self.store, self.reviewer, self.output_id, instance,
+                           values["origin"], reason=values["reason"], box=values["box"],
+                           note=values["note"])
+
+    def set_box_pixels(self, instance: str, node: str, xs: list[float], ys: list[float],
+                       width: int, height: int) -> int | None:
+        box = box_from_pixels(xs, ys, width, height)
+        if box is None:
+            return None
+        return self.set_field(instance, "box", {"node": node, "box": box})
+
+    def submit(self) -> None:
+        assert self.output_id is not None
+        submit_tree(self.store, self.reviewer, self.output_id)
+        self.state.update(output_id=next_tree(self.store, self.reviewer), reviewing=False)
+
+    def back(self) -> bool:
+        previous = previous_tree(self.store, self.reviewer, self.state.get("output_id"))
+        if previous is None:
+            return False
+        self.state.update(output_id=previous, reviewing=True)
+        return True

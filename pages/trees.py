@@ -25,16 +25,9 @@ from annotation.widgets import inert, require
 
 user = require()
 store = open_store(st.session_state)
-state = st.session_state.setdefault("trees", {})
-if state.get("reviewer") != user.name:
-    state.clear()
-    state["reviewer"] = user.name
-if "output_id" not in state:
-    state["output_id"] = tr.next_tree(store, user.name)
-    state["reviewing"] = False
-
+session = tr.TreeSession(store, user.name, st.session_state.setdefault("trees", {}))
 judge = tr.judge_for(store)
-if state["output_id"] is None or judge is None:
+if session.output_id is None or judge is None:
     done, _ = tr.personal_progress(store, user.name)
     st.title("All done" if judge else "No diagnostic trees")
     if judge is None:
@@ -44,18 +37,17 @@ if state["output_id"] is None or judge is None:
     else:
         st.success(f"You have reviewed {done} tree(s); nothing is waiting for you right now.")
     if st.button("Review my previous tree", shortcut="B", icon=":material/undo:"):
-        state["output_id"] = tr.previous_tree(store, user.name, None)
-        state["reviewing"] = True
+        session.back()
         st.rerun()
     st.stop()
 
-output_id = state["output_id"]
+output_id = session.output_id
 item = load_tree_item(store, output_id)
 passes = question_passes(store, item, judge)
 
 instances = instance_table(store, item, judge)
 failing = tr.failing_instances(store, item, judge)
-reviews = tr.my_reviews(store, user.name, output_id)
+reviews = session.reviews()
 question_text = dict(task_questions(store, item.task_id)[["question_id", "text"]].itertuples(
     index=False))
 revealed = tr.reveal_automatic(failing, reviews)
@@ -66,7 +58,7 @@ done, total = tr.personal_progress(store, user.name)
 head, bar = st.columns([3, 2], vertical_alignment="bottom")
 with head:
     st.subheader(f"Diagnostic tree · task {inert(item.task_id)}", anchor=False)
-    if state.get("reviewing"):
+    if session.state.get("reviewing"):
         st.caption(":orange[Reviewing a tree you already submitted: changes are kept as "
                    "history.]")
 with bar:
@@ -115,14 +107,7 @@ labels = {tr.PERSISTENT: "Persistent: fails at every node",
 
 
 def save(f: tr.FailingInstance, field: str, key: str) -> None:
-    old = reviews.get(f.key)
-    values = {"origin": old.origin if old else None, "reason": old.reason if old else None,
-              "box": old.box if old else None, "note": old.note if old else None}
-    values[field] = st.session_state[key]
-    if values["origin"] is None:
-        return
-    tr.give_review(store, user.name, output_id, f.key, values["origin"],
-                   reason=values["reason"], box=values["box"], note=values["note"])
+    session.set_field(f.key, field, st.session_state[key])
 
 
 for f in failing:
@@ -158,14 +143,8 @@ for f in failing:
                                         key=f"b-{item.token}-{f.key}-{selected}")
                 boxes = (event or {}).get("selection", {}).get("box", []) if event else []
                 if boxes:
-                    xs, ys = boxes[0]["x"], boxes[0]["y"]
-                    w, h = image.size
-                    box = [max(0.0, min(xs) / w), max(0.0, min(ys) / h),
-                           min(1.0, max(xs) / w), min(1.0, max(ys) / h)]
-                    if box[0] < box[2] and box[1] < box[3]:
-                        tr.give_review(store, user.name, output_id, f.key, r.origin,
-                                       reason=r.reason, box={"node": selected, "box": box},
-                                       note=r.note)
+                    session.set_box_pixels(f.key, selected, boxes[0]["x"], boxes[0]["y"],
+                                           *image.size)
                 if r.box:
                     st.caption(f"Box saved on {inert(r.box['node'])}: "
                                + ", ".join(f"{v:.2f}" for v in r.box["box"]))
@@ -173,14 +152,12 @@ for f in failing:
 # ------------------------------------------------------------------ after answering
 if revealed and failing:
     st.markdown("#### Automatic localization")
-    auto = automatic_localization(store, item, judge).set_index("key")
-    for f in failing:
-        a, r = auto.loc[f.key], reviews[f.key]
-        auto_origin = a.first_pass if a.first_pass else tr.PERSISTENT
-        same = (":green-badge[same as yours]" if auto_origin == r.origin
-                else f":orange-badge[yours: {inert(r.origin)}]")
-        st.markdown(f"**{inert(f.target or f.operator)}**: {inert(str(a.category))} "
-                    f"(first pass at {inert(str(auto_origin))}) · {same}")
+    for row in tr.compare_with_automatic(automatic_localization(store, item, judge), failing,
+                                         reviews):
+        same = (":green-badge[same as yours]" if row["same"]
+                else f":orange-badge[yours: {inert(row['yours'])}]")
+        st.markdown(f"**{inert(row['element'])}**: {inert(row['category'])} "
+                    f"(first pass at {inert(row['automatic'])}) · {same}")
     st.markdown("#### Review table")
     st.dataframe(tr.review_table(item, failing, reviews, instances), hide_index=True,
                  width="stretch")
@@ -189,15 +166,10 @@ complete = tr.reviews_complete(failing, reviews)
 actions = st.columns([2, 1, 3])
 if actions[0].button("Submit tree", shortcut="Enter", type="primary", disabled=not complete,
                      icon=":material/done_all:", width="stretch"):
-    tr.submit_tree(store, user.name, output_id)
-    state["output_id"] = tr.next_tree(store, user.name)
-    state["reviewing"] = False
+    session.submit()
     st.rerun()
 if actions[1].button("Back", shortcut="B", icon=":material/undo:", width="stretch"):
-    previous = tr.previous_tree(store, user.name, output_id)
-    if previous is not None:
-        state["output_id"] = previous
-        state["reviewing"] = True
+    session.back()
     st.rerun()
 if not complete:
     actions[2].caption("Choose a node and a reason for every failure to submit; the automatic "

@@ -187,3 +187,35 @@ def test_node_outputs_are_not_annotation_items_nor_study_items(tdb):
     assert set(study.outputs.output_id) == {"tr1/m", "plain/m"}
     assert set(study.judge_answers.output_id) == {"tr1/m"}
     assert len(study.judge_answers) == 6  # the root's six answers, not the nodes'
+
+
+def test_box_from_pixels_clips_and_normalizes():
+    assert tr.box_from_pixels([100, 300], [50, 150], 400, 200) == [0.25, 0.25, 0.75, 0.75]
+    assert tr.box_from_pixels([-20, 200], [10, 500], 400, 200) == [0.0, 0.05, 0.5, 1.0]
+    assert tr.box_from_pixels([100, 100], [0, 50], 400, 200) is None  # no width
+
+
+def test_session_fields_do_not_undo_each_other_and_navigate(tdb):
+    with Store.open(tdb) as store:
+        session = tr.TreeSession(store, "r1", {})
+        assert session.output_id == "tr1/m"
+        assert session.set_field("f|f2", "reason", "other") is None  # no origin yet
+        session.set_field("f|f2", "origin", "N1")
+        session.set_field("f|f2", "reason", "identity_inconsistency")
+        session.set_field("f|f2", "note", "the cat is grey")
+        session.set_box_pixels("f|f2", "N0", [10, 50], [20, 60], 100, 100)
+        review = session.reviews()["f|f2"]
+        assert (review.origin, review.reason, review.note) == (
+            "N1", "identity_inconsistency", "the cat is grey")
+        assert review.box == {"node": "N0", "box": [0.1, 0.2, 0.5, 0.6]}
+        with pytest.raises(ValueError):
+            session.set_field("f|f2", "colour", "red")
+        item = trees.load_tree_item(store, "tr1/m")
+        rows = tr.compare_with_automatic(trees.automatic_localization(store, item, "gpt-5"),
+                                         tr.failing_instances(store, item, "gpt-5"),
+                                         session.reviews())
+        assert rows == [{"element": "f2", "category": "Global Reference", "automatic": "N1",
+                         "yours": "N1", "same": True}]
+        session.submit()
+        assert session.output_id is None
+        assert session.back() and session.output_id == "tr1/m" and session.state["reviewing"]
