@@ -1,15 +1,13 @@
-"""The report tables in the layouts of the seed papers, and the drill-down of the analytics page.
+"""What the Judge validation page shows, as pure pandas (no Streamlit), so the page
+(``pages/analytics.py``) stays layout only and shows the report's own numbers:
 
-Pure pandas (no Streamlit), so the admin page (``pages/analytics.py``) stays layout only:
-
-* :func:`vif_table`: VIF-Bench Table 7, judges (and the human leave-one-out baseline) by
-  PLCC / SRCC per criterion and on the average, from ``ratings.csv``;
-* :func:`trace_table`: TRACE-Bench's judge table, Pearson / Spearman / MAE of the case
-  scores (operator ``all``) and % agreement of the decisions with the human majority, from
-  ``operators.csv`` and ``checklist.csv``;
+* :func:`vif_view`, :func:`trace_view`: ``vif_table.csv`` and ``trace_table.csv`` (built
+  by :mod:`annotation.paper_tables` inside :func:`annotation.report.build_report`) as the
+  page displays them: one block, labelled columns, intervals optional;
 * :func:`confusion`: the 2x2 table of one row of ``checklist.csv``;
 * :func:`disagreements`, :func:`item_answers`, :func:`judge_texts`: the items where a judge
-  is furthest from the humans, and what the judge and every annotator said on one of them;
+  is furthest from the humans, and what the judge and every annotator said on one of them
+  (checklist answers scored by the one gating rule of :mod:`annotation.decisions`);
 * :func:`data_stamp` and :func:`csv_bytes`: a cache key that changes with the data, and a
   CSV download with formula cells neutralized.
 """
@@ -20,97 +18,84 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from annotation.checklist_agreement import ENSEMBLE as CHECKLIST_ENSEMBLE
-from annotation.ratings import AVERAGE, HUMAN_LOO, with_average
-from annotation.ratings import ENSEMBLE as RATINGS_ENSEMBLE
+from annotation.decisions import decisions, majority_of
+from annotation.paper_tables import VIF_STATS, judge_order
+from annotation.ratings import AVERAGE, HUMAN_LOO, HUMAN_MEAN, LOO_MEAN, with_average
 from annotation.report import neutralize_table
-from annotation.stats.agreement import majority, normalize_label
 from annotation.store import Store
 from annotation.study import StudyData
 
-#: Row label of the human baseline in :func:`vif_table` (Table 7's "Human-Human").
+__all__ = ["CHECKLIST", "HUMAN_MAJORITY", "HUMAN_MEAN", "HUMAN_ROW", "LOO_MEAN",
+           "abbreviate", "agreement_by_group", "ci_text", "confusion", "csv_bytes",
+           "data_stamp", "disagreements", "float_columns", "group_options", "human_label",
+           "item_answers", "judge_order", "judge_texts", "score_pairs", "trace_view",
+           "two_level", "vif_view"]
+
+#: Row label of the human baseline in :func:`vif_view` (Table 7's "Human-Human").
 HUMAN_ROW = "Human (leave-one-out)"
 #: The ``target`` of :func:`disagreements` for checklist questions (else a criterion).
 CHECKLIST = "checklist"
-HUMAN_MEAN = "human mean"
-LOO_MEAN = "leave-one-out mean"
 HUMAN_MAJORITY = "human majority"
-_ENSEMBLES = (RATINGS_ENSEMBLE, CHECKLIST_ENSEMBLE)
 
 
-def judge_order(judges: list[str]) -> list[str]:
-    """Judges sorted by name, ensembles after the single judges (as in the papers)."""
-    return sorted(dict.fromkeys(judges), key=lambda j: (j in _ENSEMBLES, j))
+def human_label(paired_judge: object) -> str:
+    """The display name of a human baseline row: :data:`HUMAN_ROW`, or with the judge
+    whose outputs it was computed on."""
+    if isinstance(paired_judge, str) and paired_judge:
+        return f"{HUMAN_ROW} on {paired_judge}'s outputs"
+    return HUMAN_ROW
 
 
 # ---------------------------------------------------------------------------- seed tables
-def vif_table(ratings: pd.DataFrame, *, reference: str = HUMAN_MEAN, group: str = "all",
-              ci: bool = False, labels: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """VIF-Bench Table 7 from ``ratings.csv``: one row per judge, then :data:`HUMAN_ROW`.
+def vif_view(vif: pd.DataFrame, *, reference: str = HUMAN_MEAN, group: str = "all",
+             ci: bool = False, labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """VIF-Bench Table 7 as the page shows it, from ``vif_table.csv``.
 
-    Columns: ``judge``, then ``<criterion> PLCC`` and ``<criterion> SRCC`` for every
-    criterion and ``average`` in the order of ``ratings`` (``<criterion>`` through
-    ``labels`` when given); with ``ci``, each is followed by ``... lo`` and ``... hi`` (the
-    95% intervals of the report). Judges are compared with ``reference``: ``"human mean"``
-    (the mean of all annotators, as the paper) or ``"leave-one-out mean"`` (the same
-    pairs as the human row: like for like). The human row is always the leave-one-out
-    baseline. Only rows of ``group`` (``all`` or ``<by>=<value>``) are used.
+    One row per judge (against ``reference``: ``"human mean"`` as the paper, or
+    ``"leave-one-out mean"``, like for like), then the human baseline rows (always the
+    leave-one-out ones; one per judge whose outputs differ, labelled by
+    :func:`human_label`). Columns ``judge`` then ``<label> PLCC`` and ``<label> SRCC`` per
+    criterion (``labels[criterion]`` or the name), each followed by ``... lo``/``... hi``
+    with ``ci``. Only rows of ``group``.
     """
-    rows = ratings[ratings.group == group]
+    rows = vif[vif.group == group]
     judges = rows[(rows.reference == reference) & (rows.judge != HUMAN_LOO)]
     human = rows[(rows.judge == HUMAN_LOO) & (rows.reference == LOO_MEAN)]
-    both = pd.concat([judges, human.assign(judge=HUMAN_ROW)], ignore_index=True)
-    order = [*judge_order(list(judges.judge)), *([HUMAN_ROW] if len(human) else [])]
-    criteria = list(dict.fromkeys(rows.criterion))
-    names = labels or {}
-    columns: dict[str, pd.Series] = {}
+    both = pd.concat([judges, human], ignore_index=True)
+    names = [human_label(p) if j == HUMAN_LOO else j
+             for j, p in zip(both.judge, both.paired_judge, strict=True)]
+    criteria = [c[: -len("_plcc")] for c in vif.columns if c.endswith("_plcc")]
+    tags = labels or {}
+    columns: dict[str, list[object]] = {"judge": names}
     for criterion in criteria:
-        mine = both[both.criterion == criterion].set_index("judge").reindex(order)
-        label = names.get(criterion, criterion)
-        for stat in ("plcc", "srcc"):
-            columns[f"{label} {stat.upper()}"] = mine[stat]
+        label = tags.get(criterion, criterion)
+        for stat in VIF_STATS:
+            columns[f"{label} {stat.upper()}"] = list(both[f"{criterion}_{stat}"])
             if ci:
-                columns[f"{label} {stat.upper()} lo"] = mine[f"{stat}_lo"]
-                columns[f"{label} {stat.upper()} hi"] = mine[f"{stat}_hi"]
-    table = pd.DataFrame(columns, index=pd.Index(order, name="judge"))
-    return table.reset_index()
+                columns[f"{label} {stat.upper()} lo"] = list(both[f"{criterion}_{stat}_lo"])
+                columns[f"{label} {stat.upper()} hi"] = list(both[f"{criterion}_{stat}_hi"])
+    return pd.DataFrame(columns)
 
 
-def trace_table(operators: pd.DataFrame, checklist: pd.DataFrame, *,
-                reference: str = HUMAN_MAJORITY) -> pd.DataFrame:
-    """TRACE-Bench's judge table from ``operators.csv`` and ``checklist.csv``.
+TRACE_LABELS = {"pearson": "Pearson", "pearson_lo": "Pearson lo", "pearson_hi": "Pearson hi",
+                "spearman": "Spearman", "spearman_lo": "Spearman lo",
+                "spearman_hi": "Spearman hi", "mae": "MAE", "agreement": "Agreement",
+                "agreement_lo": "Agreement lo", "agreement_hi": "Agreement hi"}
 
-    One row per judge: ``n_items``, ``Pearson``, ``Spearman``, ``MAE`` between the judge's
-    and the humans' case scores (operator ``all``: the mean over the output's operator
-    instances), and ``n_decisions``, ``Agreement`` (with ``Agreement lo`` / ``hi``, Wilson)
-    of the judge's yes/no decisions with ``reference`` (group ``all``). A judge found in
-    only one of the tables (the VLM majority ensemble has no operator scores) has NaN in
-    the other's columns.
-    """
-    ops = operators[operators.operator == "all"].set_index("judge")
-    agree = checklist[(checklist.group == "all") & (checklist.reference == reference)]
-    agree = agree.set_index("judge")
-    order = judge_order([*ops.index, *agree.index])
-    table = pd.DataFrame({
-        "n_items": ops.n_items.reindex(order).astype("Int64"),
-        "Pearson": ops.pearson.reindex(order),
-        "Spearman": ops.spearman.reindex(order),
-        "MAE": ops.mae.reindex(order),
-        "n_decisions": agree.n_decisions.reindex(order).astype("Int64"),
-        "Agreement": agree.agreement.reindex(order),
-        "Agreement lo": agree.agreement_lo.reindex(order),
-        "Agreement hi": agree.agreement_hi.reindex(order),
-    }, index=pd.Index(order, name="judge"))
-    return table.reset_index()
+
+def trace_view(trace: pd.DataFrame, *, unit: str = "output x operator") -> pd.DataFrame:
+    """TRACE-Bench Table 7 as the page shows it, from ``trace_table.csv``: the rows of one
+    ``unit``, columns ``judge``, ``n_items``, ``n_pairs``, ``Pearson``, ``Spearman``,
+    ``MAE``, ``n_decisions``, ``Agreement`` (each with ``lo``/``hi``) and ``note``."""
+    rows = trace[trace.unit == unit]
+    keep = ["judge", "n_items", "n_pairs", *TRACE_LABELS, "n_decisions", "note"]
+    shown = rows[[c for c in keep if c in rows.columns]].rename(columns=TRACE_LABELS)
+    shown = shown.assign(judge=[HUMAN_ROW if j == HUMAN_LOO else j for j in shown.judge])
+    return shown.reset_index(drop=True)
 
 
 def confusion(checklist_row: Mapping[str, object] | pd.Series) -> pd.DataFrame:
-    """The 2x2 table of one ``checklist.csv`` row: judge yes/no by reference yes/no.
-
-    ``checklist.csv`` keeps the off-diagonal cells and the reference's yes rate; the
-    diagonal follows (both yes = reference yes - judge no/reference yes). The four cells
-    sum to ``n_decisions``.
-    """
+    """The 2x2 table of one ``checklist.csv`` row: judge yes/no by reference yes/no."""
     row = pd.Series(checklist_row)
     n = int(row["n_decisions"])
     b, c = int(row["judge_yes_human_no"]), int(row["judge_no_human_yes"])
@@ -126,7 +111,8 @@ def confusion(checklist_row: Mapping[str, object] | pd.Series) -> pd.DataFrame:
 def agreement_by_group(checklist: pd.DataFrame,
                        reference: str = HUMAN_MAJORITY) -> pd.DataFrame:
     """% agreement with ``reference``: one row per judge, one column per group."""
-    rows = checklist[checklist.reference == reference]
+    rows = checklist[(checklist.reference == reference)
+                     & (checklist.paired_judge.fillna("") == "")]
     if rows.empty:
         return pd.DataFrame(columns=["judge"])
     wide = rows.pivot_table(index="judge", columns="group", values="agreement")
@@ -223,23 +209,24 @@ def score_pairs(study: StudyData, judge: str, criterion: str) -> pd.DataFrame:
 
 
 def _decisions(study: StudyData, judge: str) -> pd.DataFrame:
-    """Per (output, question) the judge answered: its answer, each annotator's (text) and
-    the human majority (None on a tie or without a yes/no vote)."""
-    mine = study.judge_answers[study.judge_answers.judge == judge]
-    mine = mine.assign(judge_answer=mine.answer.map(normalize_label))
-    humans = study.human_answers.sort_values(["output_id", "question_id", "annotator"])
+    """Per (output, question) the judge decided: its scored answer (DSG gating,
+    :mod:`annotation.decisions`), each annotator's (text) and the human majority of the
+    scored answers (None on a tie or without a yes/no vote)."""
+    mine = decisions(study.judge_answers[study.judge_answers.judge == judge],
+                     study.questions, "judge")
+    humans = decisions(study.human_answers, study.questions, "annotator")
+    columns = ["output_id", "question_id", "judge_answer", "majority", "humans"]
     if humans.empty:
-        return mine.assign(majority=None, humans="")[
-            ["output_id", "question_id", "judge_answer", "majority", "humans"]]
-    key = humans.output_id + "\x1f" + humans.question_id
-    vote = majority(humans.assign(item=key), item_col="item", value_col="answer")
-    said = humans.groupby(key).answer.agg(lambda a: ", ".join(map(str, a)))
-    mine_key = mine.output_id + "\x1f" + mine.question_id
+        return mine.assign(judge_answer=mine.answer, majority=None, humans="")[columns]
+    vote = majority_of(humans).set_index(["output_id", "question_id"]).answer
+    said = humans.sort_values("annotator").groupby(["output_id", "question_id"]).answer.agg(
+        lambda a: ", ".join(map(str, a)))
+    key = pd.MultiIndex.from_frame(mine[["output_id", "question_id"]])
     return pd.DataFrame({
         "output_id": mine.output_id.to_numpy(), "question_id": mine.question_id.to_numpy(),
-        "judge_answer": mine.judge_answer.to_numpy(),
-        "majority": vote.reindex(mine_key).to_numpy(),
-        "humans": said.reindex(mine_key).fillna("").to_numpy(),
+        "judge_answer": mine.answer.to_numpy(),
+        "majority": vote.reindex(key).to_numpy(),
+        "humans": said.reindex(key).fillna("").to_numpy(),
     })
 
 
@@ -297,8 +284,10 @@ def item_answers(study: StudyData, judge: str, output_id: str, criterion_or_chec
 
     Ratings: one row per criterion (and ``average``): ``criterion``, ``judge``, one column
     per annotator, ``human mean``. Checklist: one row per question the judge or a human
-    answered: ``question`` (``texts[question_id]`` when given), ``judge``, one column per
-    annotator, ``majority`` and ``disagree``. Every cell is data: show it as text.
+    decided: ``question`` (``texts[question_id]`` when given), ``judge``, one column per
+    annotator (the scored answers: a child of a parent answered "no" shows its failing
+    answer, :mod:`annotation.decisions`), ``majority``, ``disagree`` and ``gated`` (who was
+    gated on the question). Every cell is data: show it as text.
     """
     names = texts or {}
     if criterion_or_checklist != CHECKLIST:
@@ -320,17 +309,23 @@ def item_answers(study: StudyData, judge: str, output_id: str, criterion_or_chec
     answers = study.human_answers[study.human_answers.output_id == output_id]
     mine = study.judge_answers[(study.judge_answers.output_id == output_id)
                                & (study.judge_answers.judge == judge)]
+    scored = decisions(answers, study.questions, "annotator")
+    judged = decisions(mine, study.questions, "judge")
     questions = study.questions.question_id
-    asked = set(answers.question_id) | set(mine.question_id)
+    asked = set(scored.question_id) | set(judged.question_id)
     order = [q for q in questions if q in asked] + sorted(asked - set(questions))
-    wide = answers.pivot_table(index="question_id", columns="annotator", values="answer",
-                               aggfunc="last").reindex(order)
-    wide.insert(0, "judge", mine.groupby("question_id").answer.last().reindex(order))
-    vote = majority(answers, item_col="question_id", value_col="answer") \
-        if len(answers) else pd.Series(dtype=object)
+    wide = scored.pivot_table(index="question_id", columns="annotator", values="answer",
+                              aggfunc="last").reindex(order)
+    wide.insert(0, "judge", judged.set_index("question_id").answer.reindex(order))
+    vote = majority_of(scored).set_index("question_id").answer
     wide["majority"] = vote.reindex(order)
-    judge_said = wide.judge.map(normalize_label)
-    wide["disagree"] = wide.majority.notna() & judge_said.notna() & (judge_said != wide.majority)
+    wide["disagree"] = wide.majority.notna() & wide.judge.isin(("yes", "no")) & (
+        wide.judge != wide.majority)
+    gated = pd.concat([judged.assign(who="judge")[["question_id", "who", "gated"]],
+                       scored.rename(columns={"annotator": "who"})[
+                           ["question_id", "who", "gated"]]])
+    gated = gated[gated.gated].groupby("question_id").who.agg(lambda w: ", ".join(w))
+    wide["gated"] = gated.reindex(order).fillna("")
     wide.columns.name = None
     wide.insert(0, "question", [names.get(q, q) for q in order])
     return wide.rename_axis("question_id").reset_index()

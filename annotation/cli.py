@@ -128,12 +128,16 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     options = ReportOptions(n_boot=args.bootstrap, seed=args.seed, by=args.by,
-                            epsilon=args.epsilon, pair=tuple(args.pair or ()))
+                            epsilon=args.epsilon, pair=tuple(args.pair or ()),
+                            unanswered=args.unanswered)
     bar = None
     if not args.quiet and sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=8, desc="report", unit="table", file=sys.stderr, leave=False)
+        from annotation.report import TABLES
+
+        bar = tqdm(total=len(TABLES), desc="report", unit="table", file=sys.stderr,
+                   leave=False)
     with Store.open(args.db) as store:
         study = load_study(store)
         title = f"judge-audit report: {store.project_info().get('name', args.db)}"
@@ -318,6 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "CRITERION (TIFA/DSG style); repeatable")
     p.add_argument("--epsilon", type=float, default=0.2,
                    help="alt-test margin (0.2 experts, 0.15 skilled, 0.1 crowd)")
+    p.add_argument("--unanswered", choices=("omit", "fail"), default="omit",
+                   help="checklist questions a judge never answered: left out and counted "
+                        "(omit, the default) or failed, i.e. scored 0 (fail: the DSG "
+                        "authors' convention, to reproduce their figures)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_report)
 

@@ -1,18 +1,18 @@
 """``judge-audit report``: every table of a judge-validation study, as CSV and one HTML page.
 
-Tables (file names and columns are a public interface: extend, never rename):
+Tables (file names and columns are a public interface: extend, never rename; every column
+is documented in ``docs/report.md``):
 
-* ``ratings.csv`` (:mod:`annotation.ratings`), ``checklist.csv``
-  (:mod:`annotation.checklist_agreement`), ``operators.csv``
-  (:mod:`annotation.operator_scores`), ``reliability.csv``
-  (:mod:`annotation.human_reliability`);
+* ``ratings.csv`` (:mod:`annotation.ratings`), ``checklist.csv``, ``leniency.csv``
+  and ``checklist_comparisons.csv`` (:mod:`annotation.checklist_agreement`),
+  ``operators.csv`` (:mod:`annotation.operator_scores`), ``reliability.csv``
+  (:mod:`annotation.human_reliability`), ``vif_table.csv`` and ``trace_table.csv`` (the
+  seed papers' judge tables, :mod:`annotation.paper_tables`);
 * ``judge_comparisons.csv``: per criterion and pair of judges scored on the same outputs
   against the same human means: both Pearson correlations, Williams' t for the difference
   of two dependent correlations with a shared variable (Williams 1959; Steiger 1980, eq. 7)
   with Benjamini-Hochberg and Benjamini-Yekutieli adjusted p-values across all rows, Zou's
   (2007) interval for the difference, and a paired cluster bootstrap of the difference;
-* ``checklist_comparisons.csv``: per pair of judges and reference (human majority,
-  expected answer), both accuracies on the same decisions and the exact McNemar test;
 * ``system_level.csv``: per criterion and judge, Kendall tau-b and pairwise accuracy of the
   per-generator means against the humans' (:func:`annotation.stats.system.system_level`);
 * ``alt_test.csv``: the alternative annotator test (Calderon, Reichart & Dror, ACL 2025) of
@@ -32,9 +32,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from annotation.checklist_agreement import checklist_table, mcnemar_table
+from annotation.checklist_agreement import (
+    checklist_table,
+    leniency_table,
+    mcnemar_table,
+    study_decisions,
+)
+from annotation.decisions import UNANSWERED
 from annotation.human_reliability import reliability_table
 from annotation.operator_scores import operators_table
+from annotation.paper_tables import trace_table, vif_table
 from annotation.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
 from annotation.stats.alt_test import alt_test
 from annotation.stats.comparison import adjust_pvalues, paired_bootstrap_diff, williams_t, zou_ci
@@ -42,16 +49,29 @@ from annotation.stats.system import system_level
 from annotation.study import StudyData
 
 TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons",
-          "checklist_comparisons", "system_level", "alt_test")
+          "checklist_comparisons", "system_level", "alt_test",
+          # added in the statistical-truth release
+          "vif_table", "trace_table", "leniency")
 
 
 @dataclass(frozen=True)
 class ReportOptions:
+    """What ``judge-audit report`` computes: bootstrap resamples and seed, ``--by`` groups,
+    the alt-test margin, ``--pair checklist:<criterion>`` rows, and what a question a
+    judge never answered counts as (``unanswered``: ``omit`` = left out and counted,
+    ``fail`` = failed, the DSG authors' convention; :mod:`annotation.decisions`)."""
+
     n_boot: int = 1000
     seed: int = 0
     by: str | None = None
     epsilon: float = 0.2
     pair: tuple[str, ...] = ()  # "checklist:<criterion>": pass rate vs a human rating
+    unanswered: str = "omit"
+
+    def __post_init__(self) -> None:
+        if self.unanswered not in UNANSWERED:
+            raise ValueError(f"unanswered must be one of {UNANSWERED}, got "
+                             f"{self.unanswered!r}")
 
 
 def _judge_wide(study: StudyData, criterion: str) -> tuple[pd.DataFrame, pd.Series]:
@@ -154,26 +174,34 @@ def _ratings(study: StudyData, options: ReportOptions) -> pd.DataFrame:
             raise KeyError(f"--pair {spec}: expected checklist:<criterion>")
         criteria.append(criterion)
     if criteria:
-        extra = pass_rate_rows(study, criteria, n_boot=options.n_boot, seed=options.seed)
+        extra = pass_rate_rows(study, criteria, n_boot=options.n_boot, seed=options.seed,
+                               unanswered=options.unanswered)  # type: ignore[arg-type]
         table = pd.concat([table, extra], ignore_index=True)
     return table
 
 
 def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
                  progress: Callable[[str], object] | None = None) -> dict[str, pd.DataFrame]:
-    """Every table of the report, by name (:data:`TABLES`)."""
+    """Every table of the report, by name (:data:`TABLES`). The checklist decisions are
+    scored once (:func:`annotation.checklist_agreement.study_decisions`) for every table
+    that reads them."""
+    boot = {"n_boot": options.n_boot, "seed": options.seed}
+    decided = study_decisions(study, options.unanswered)  # type: ignore[arg-type]
+    tables: dict[str, pd.DataFrame] = {}
     steps: dict[str, Callable[[], pd.DataFrame]] = {
         "ratings": lambda: _ratings(study, options),
-        "checklist": lambda: checklist_table(study, by=options.by),
-        "operators": lambda: operators_table(study),
-        "reliability": lambda: reliability_table(study, n_boot=options.n_boot,
-                                                 seed=options.seed, by=options.by),
+        "checklist": lambda: checklist_table(study, by=options.by, decided=decided, **boot),
+        "operators": lambda: operators_table(study, decided=decided, **boot),
+        "reliability": lambda: reliability_table(study, by=options.by, **boot),
         "judge_comparisons": lambda: judge_comparisons(study, options),
-        "checklist_comparisons": lambda: mcnemar_table(study),
+        "checklist_comparisons": lambda: mcnemar_table(study, decided=decided, **boot),
         "system_level": lambda: system_table(study, options),
         "alt_test": lambda: alt_test_table(study, options),
+        "vif_table": lambda: vif_table(tables["ratings"]),
+        "trace_table": lambda: trace_table(study, tables["checklist"], decided=decided,
+                                           **boot),
+        "leniency": lambda: leniency_table(study, by=options.by, decided=decided),
     }
-    tables = {}
     for name, step in steps.items():
         if progress:
             progress(name)

@@ -245,6 +245,12 @@ class Store:
             " FROM judgments ORDER BY judgment_id"
         )
 
+    def item_times_df(self) -> pd.DataFrame:
+        """Active seconds per (annotator, output), summed over visits (``item_time``)."""
+        return self.query_df(
+            "SELECT annotator, output_id, SUM(active_seconds) AS active_seconds"
+            " FROM item_time GROUP BY annotator, output_id ORDER BY annotator, output_id")
+
     def annotations_df(self, *, history: bool = False) -> pd.DataFrame:
         """Current human answers, or with ``history=True`` every row ever written."""
         table = "annotations" if history else "current_annotations"

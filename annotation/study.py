@@ -6,9 +6,13 @@ Everything the statistics need, in the shapes :mod:`annotation.stats` takes:
 * ``judge_scores``: output_id, judge, criterion, score (parsed judgments only);
 * ``human_answers``: output_id, annotator, question_id, answer (``cant_tell`` kept);
 * ``judge_answers``: output_id, judge, question_id, answer;
-* ``questions``: question_id, checklist_id, operator, target, pass_answer, depends_on;
+* ``questions``: question_id, checklist_id, operator, target, pass_answer, depends_on,
+  plus the question's meta flattened as ``meta.<key>`` columns (scalars only), for the
+  leniency table per question category;
 * ``outputs``: output_id, task_id, generator, plus the task's meta flattened as
-  ``meta.<key>`` columns (scalars only), for grouping (``--by meta.conflict``).
+  ``meta.<key>`` columns (scalars only), for grouping (``--by meta.conflict``);
+* ``times``: annotator, output_id, active_seconds (summed over visits of the annotation
+  workflow; gaps over 2 minutes already count as 2 minutes).
 
 Unparsed judge answers and superseded human answers are left out; missing outputs have no
 answers. Diagnostic-tree node outputs (``meta.node`` other than the root, see
@@ -19,7 +23,7 @@ out (they feed the tree localization instead). Pure reading: no statistics here.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -36,6 +40,8 @@ class StudyData:
     outputs: pd.DataFrame
     criteria: pd.DataFrame
     judges: pd.DataFrame
+    times: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["annotator", "output_id", "active_seconds"]))
 
 
 def _flat_meta(meta: str) -> dict[str, object]:
@@ -61,13 +67,17 @@ def load_study(store: Store) -> StudyData:
                                  ["output_id", "judge", "criterion", "score"]]
     judge_answers = judgments.loc[judgments.question_id.notna(),
                                   ["output_id", "judge", "question_id", "answer"]]
-    questions = store.questions_df()[["question_id", "checklist_id", "operator", "target",
-                                      "pass_answer", "depends_on"]].copy()
+    stored = store.questions_df()
+    questions = stored[["question_id", "checklist_id", "operator", "target", "pass_answer",
+                        "depends_on"]].copy()
     questions["depends_on"] = questions["depends_on"].map(json.loads)
+    question_meta = pd.DataFrame([_flat_meta(m) for m in stored["meta"]], index=stored.index)
+    questions = pd.concat([questions, question_meta], axis=1)
     outputs = store.query_df(
         "SELECT o.output_id, o.task_id, o.generator, o.missing, t.checklist_id, t.meta"
         " FROM outputs o JOIN tasks t USING (task_id) ORDER BY o.rowid")
     outputs = outputs[~outputs.output_id.isin(nodes)].reset_index(drop=True)
+    times = store.item_times_df()
     meta = pd.DataFrame([_flat_meta(m) for m in outputs.pop("meta")], index=outputs.index)
     outputs = pd.concat([outputs, meta], axis=1)
     return StudyData(
@@ -79,4 +89,5 @@ def load_study(store: Store) -> StudyData:
         outputs=outputs,
         criteria=store.criteria_df(),
         judges=store.judges_df(),
+        times=times[~times.output_id.isin(nodes)].reset_index(drop=True),
     )

@@ -34,9 +34,10 @@ def study_of(db: str, stamp: tuple[int, ...], _store: Store) -> StudyData:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def report_of(db: str, stamp: tuple[int, ...], n_boot: int, seed: int, by: str | None,
-              _study: StudyData) -> dict[str, pd.DataFrame]:
+              unanswered: str, _study: StudyData) -> dict[str, pd.DataFrame]:
     """Every report table, recomputed when the data (``stamp``) or an option changes."""
-    return build_report(_study, ReportOptions(n_boot=n_boot, seed=seed, by=by))
+    return build_report(_study, ReportOptions(n_boot=n_boot, seed=seed, by=by,
+                                              unanswered=unanswered))
 
 
 def show(table: pd.DataFrame, name: str, key: str, *, display: pd.DataFrame | None = None,
@@ -89,7 +90,7 @@ if study.judge_scores.empty and study.judge_answers.empty:
 # ------------------------------------------------------------------------- controls
 st.session_state.setdefault("an_n_boot", 1000)
 st.session_state.setdefault("an_seed", 0)
-controls = st.columns([1, 1, 2, 2], vertical_alignment="bottom")
+controls = st.columns([1, 1, 2, 2, 2], vertical_alignment="bottom")
 n_boot = controls[0].number_input("Bootstrap resamples", 10, 100_000, step=100, key="an_n_boot",
                                   help="For the intervals of SRCC, Kendall, alpha and the "
                                        "paired comparisons")
@@ -99,9 +100,14 @@ by = controls[2].selectbox("Group by", [None, *analytics.group_options(study)], 
                            format_func=lambda c: "none" if c is None else c,
                            help="Extra rows per group beside 'all' (ratings, checklist, "
                                 "reliability)")
+unanswered = controls[3].selectbox(
+    "Unanswered checklist questions", ["omit", "fail"], key="an_unanswered",
+    format_func={"omit": "left out (counted)", "fail": "failed (DSG's 0)"}.get,
+    help="A checklist question a judge never answered: left out of its rows and counted in "
+         "n_unanswered, or scored as failed, the DSG authors' convention")
 with st.spinner("Computing the statistics ..."):
-    tables = report_of(db, stamp, int(n_boot), int(seed), by, study)
-controls[3].caption(f"{len(study.outputs)} outputs · {len(study.judges)} judges · "
+    tables = report_of(db, stamp, int(n_boot), int(seed), by, unanswered, study)
+controls[4].caption(f"{len(study.outputs)} outputs · {len(study.judges)} judges · "
                     f"{study.human_scores.annotator.nunique() if len(study.human_scores) else 0}"
                     f" annotators with ratings · {int(n_boot)} resamples, seed {int(seed)}")
 
@@ -122,21 +128,21 @@ with tab_ratings:
             key="an_reference",
             format_func={analytics.HUMAN_MEAN: "mean of all annotators",
                          analytics.LOO_MEAN: "leave-one-out means (like for like)"}.get)
-        groups = list(dict.fromkeys(ratings.group))
+        vif_csv = tables["vif_table"]
+        groups = list(dict.fromkeys(vif_csv.group))
         group = row[1].selectbox("Group", groups, key="an_rgroup", disabled=len(groups) < 2)
         with_ci = row[2].toggle("95% intervals", key="an_ci")
-        vif = analytics.vif_table(ratings, reference=reference, group=group, ci=with_ci,
-                                  labels=labels)
         short = {c: analytics.abbreviate(label) for c, label in labels.items()}
-        shown = analytics.vif_table(ratings, reference=reference, group=group, ci=with_ci,
-                                    labels=short)
-        show(vif, "vif_table", "vif",
+        shown = analytics.vif_view(vif_csv, reference=reference, group=group, ci=with_ci,
+                                   labels=short)
+        show(vif_csv, "vif_table", "vif",
              display=analytics.two_level(analytics.ci_text(shown) if with_ci else shown))
         legend = "; ".join(f"{short[c]} {labels[c]}" for c in labels if short[c] != labels[c])
-        st.caption("PLCC (Pearson, Fisher interval) and SRCC (Spearman, cluster bootstrap "
-                   "over outputs) of each judge's score with the humans' per output. "
+        st.caption("PLCC (Pearson) and SRCC (Spearman) of each judge's score with the "
+                   "humans' per output; intervals resample outputs (cluster bootstrap). "
                    "Human (leave-one-out): each annotator against the mean of the others, "
-                   "pooled, as Table 7's Human-Human."
+                   "pooled, as Table 7's Human-Human, on the same outputs as the judges (a "
+                   "row per judge whose outputs differ)."
                    + (f" Abbreviations: {inert(legend)}." if legend else ""))
 
         st.subheader("Judge against human mean, per output", anchor=False)
@@ -191,13 +197,20 @@ with tab_checklist:
     if checklist.empty:
         st.info("No checklist answered by both judges and humans.")
     else:
-        st.subheader("Judges against the humans (TRACE-Bench's judge table)", anchor=False)
-        show(analytics.trace_table(tables["operators"], checklist), "trace_table", "trace")
-        st.caption("Pearson, Spearman and MAE between the judge's and the humans' case "
-                   "scores (operator `all`: mean pass rate over the output's operator "
-                   "instances, 0-1); Agreement: share of yes/no decisions equal to the "
-                   "human majority (ties left out), with its Wilson interval.")
-        st.caption("Agreement with 95% Wilson interval")
+        st.subheader("Judges against the humans (TRACE-Bench Table 7)", anchor=False)
+        trace_csv = tables["trace_table"]
+        unit = st.radio("Unit", ["output x operator", "case"], horizontal=True,
+                        key="an_trace_unit",
+                        format_func={"output x operator": "operator scores (as the paper)",
+                                     "case": "case scores"}.get)
+        show(trace_csv, "trace_table", "trace", display=analytics.trace_view(trace_csv,
+                                                                             unit=unit))
+        st.caption("Pearson, Spearman and MAE between the judge's and the humans' operator "
+                   "scores (0-1; pooled over the (output, operator) pairs, or the case score "
+                   "per output); Agreement: share of yes/no decisions equal to the human "
+                   "majority (ties left out). Intervals resample outputs with all their "
+                   "questions. DSG gating applies to judges and humans alike.")
+        st.caption("Agreement with 95% interval (cluster bootstrap over outputs)")
         chart(report_figures.checklist_bars(checklist), "checklist_bars")
         st.subheader("Confusion table", anchor=False)
         left, right = st.columns([1, 2], gap="medium")
@@ -214,11 +227,18 @@ with tab_checklist:
                 st.caption(f"Decisions, judge by reference ({int(cells.n_decisions)} in all)")
                 st.table(analytics.confusion(cells))
                 st.caption(f"agreement {cells.agreement:.3f} · kappa {cells.kappa:.3f} · "
-                           f"AC1 {cells.ac1:.3f} · yes-recall {cells.yes_recall:.3f} · "
-                           f"no-recall {cells.no_recall:.3f}")
+                           f"AC1 {cells.ac1:.3f} · PABAK {cells.pabak:.3f} · "
+                           f"balanced accuracy {cells.balanced_accuracy:.3f} · yes-recall "
+                           f"{cells.yes_recall:.3f} · no-recall {cells.no_recall:.3f}")
         if by is not None:
             st.subheader("Agreement with the human majority per group", anchor=False)
             show(analytics.agreement_by_group(checklist), "agreement_by_group", "bygroup")
+        st.subheader("Where the judges are lenient", anchor=False)
+        show(tables["leniency"], "leniency", "leniency",
+             first=["judge", "facet", "value", "n_decisions", "leniency", "strictness"])
+        st.caption("Judge yes where the human majority says no (leniency = b / (b + d)) and "
+                   "judge no where it says yes (strictness), per operator, per question "
+                   "category and per group.")
         with st.expander("Operator scores (operators.csv)"):
             show(tables["operators"], "operators", "operators")
         with st.expander("All rows of checklist.csv"):
@@ -247,6 +267,15 @@ with tab_compare:
                "adjusted across all rows by Benjamini-Hochberg (p_bh) and "
                "Benjamini-Yekutieli (p_by); Zou's interval and a paired cluster bootstrap "
                "for the difference r_a - r_b.")
+    st.subheader("Pairs of judges on the same checklist decisions", anchor=False)
+    show(tables["checklist_comparisons"], "checklist_comparisons", "checklist_comparisons",
+         first=["reference", "judge_a", "judge_b", "n_items", "n_decisions", "accuracy_a",
+                "accuracy_b", "diff", "diff_lo", "diff_hi", "clustered_p", "p_bh", "p_by"])
+    st.caption("Accuracy of each judge against the reference on the decisions both made; "
+               "the difference with a paired cluster-bootstrap interval over outputs and "
+               "the clustered McNemar test of Durkalski et al. (2003) (clustered_p, adjusted "
+               "by Benjamini-Hochberg and -Yekutieli over the rows). mcnemar_p treats the "
+               "decisions as independent and is kept for comparison only.")
     st.subheader("System level: ranking the generators", anchor=False)
     show(tables["system_level"], "system_level", "system")
     st.caption("Kendall tau-b and pairwise accuracy of the per-generator means, judge vs "

@@ -8,6 +8,7 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
+from gating_reference import gated_answers
 
 from annotation import analytics
 from annotation.cli import main
@@ -40,41 +41,50 @@ def _rating(ratings, judge, criterion, reference, group="all"):
 # ------------------------------------------------------------------------------ vif_table
 def test_vif_table_holds_the_ratings_numbers(demo):
     _, study, tables = demo
-    ratings = tables["ratings"]
-    table = analytics.vif_table(ratings)
-    judges = sorted(study.judges.name)
-    assert list(table.judge) == [*judges, ENSEMBLE, analytics.HUMAN_ROW]
+    ratings, vif = tables["ratings"], tables["vif_table"]
     criteria = [*study.criteria.name, "average"]
-    assert list(table.columns) == ["judge", *[f"{c} {s}" for c in criteria
-                                              for s in ("PLCC", "SRCC")]]
-    for _, row in table.iterrows():
-        judge = HUMAN_LOO if row.judge == analytics.HUMAN_ROW else row.judge
-        reference = analytics.LOO_MEAN if judge == HUMAN_LOO else analytics.HUMAN_MEAN
+    judges = [*sorted(study.judges.name), ENSEMBLE]
+    block = vif[(vif.group == "all") & (vif.reference == analytics.LOO_MEAN)]
+    assert list(block.judge)[:len(judges)] == judges
+    assert set(block.judge[len(judges):]) == {HUMAN_LOO}
+    assert list(vif[(vif.group == "all") & (vif.reference == analytics.HUMAN_MEAN)].judge) \
+        == judges
+    for _, row in vif.iterrows():
         for criterion in criteria:
-            source = _rating(ratings, judge, criterion, reference)
-            assert row[f"{criterion} PLCC"] == source.plcc
-            assert row[f"{criterion} SRCC"] == source.srcc
+            source = ratings[(ratings.judge == row.judge) & (ratings.criterion == criterion)
+                             & (ratings.reference == row.reference)
+                             & (ratings.group == row.group)
+                             & (ratings.paired_judge.fillna("") == row.paired_judge)]
+            if source.empty:
+                assert pd.isna(row[f"{criterion}_plcc"])
+                continue
+            for stat in ("plcc", "plcc_lo", "plcc_hi", "srcc", "srcc_lo", "srcc_hi"):
+                expected, got = source.iloc[0][stat], row[f"{criterion}_{stat}"]
+                assert (pd.isna(expected) and pd.isna(got)) or expected == got
 
 
-def test_vif_table_reference_group_labels_and_intervals(demo):
+def test_vif_view_reference_group_labels_and_intervals(demo):
     _, _, tables = demo
-    ratings = tables["ratings"]
-    loo = analytics.vif_table(ratings, reference=analytics.LOO_MEAN)
-    mean = analytics.vif_table(ratings)
+    ratings, vif = tables["ratings"], tables["vif_table"]
+    loo = analytics.vif_view(vif, reference=analytics.LOO_MEAN)
+    mean = analytics.vif_view(vif)
     gpt = loo.set_index("judge").loc["gpt-5"]
     assert gpt["visual_quality PLCC"] == _rating(ratings, "gpt-5", "visual_quality",
                                                  analytics.LOO_MEAN).plcc
     assert gpt["visual_quality PLCC"] != mean.set_index("judge").loc["gpt-5",
                                                                     "visual_quality PLCC"]
-    # the human row is the same leave-one-out baseline whatever the judges' reference
-    pd.testing.assert_series_equal(loo.iloc[-1], mean.iloc[-1])
+    # the human rows are the same leave-one-out baselines whatever the judges' reference
+    humans = [j for j in loo.judge if j.startswith(analytics.HUMAN_ROW)]
+    assert humans[0] == analytics.HUMAN_ROW
+    pd.testing.assert_frame_equal(loo[loo.judge.isin(humans)].reset_index(drop=True),
+                                  mean[mean.judge.isin(humans)].reset_index(drop=True))
 
     group = "generator=nano-banana"
-    grouped = analytics.vif_table(ratings, group=group).set_index("judge")
+    grouped = analytics.vif_view(vif, group=group).set_index("judge")
     assert grouped.loc["qwen3-vl", "average SRCC"] == _rating(
         ratings, "qwen3-vl", "average", analytics.HUMAN_MEAN, group).srcc
 
-    ci = analytics.vif_table(ratings, ci=True, labels={"average": "Average"})
+    ci = analytics.vif_view(vif, ci=True, labels={"average": "Average"})
     row = ci.set_index("judge").loc["gemini-2.5-pro"]
     source = _rating(ratings, "gemini-2.5-pro", "average", analytics.HUMAN_MEAN)
     assert (row["Average SRCC lo"], row["Average SRCC"], row["Average SRCC hi"]) == (
@@ -95,26 +105,25 @@ def test_abbreviate_fits_long_labels_only():
 
 
 # ------------------------------------------------------------------------------ trace_table
-def test_trace_table_holds_the_operator_and_checklist_numbers(demo):
+def test_trace_view_shows_the_trace_table(demo):
     _, study, tables = demo
-    operators, checklist = tables["operators"], tables["checklist"]
-    table = analytics.trace_table(operators, checklist).set_index("judge")
-    ensemble = "ensemble (majority of VLM judges)"
-    assert list(table.index) == [*sorted(study.judges.name), ensemble]
+    trace, checklist = tables["trace_table"], tables["checklist"]
+    shown = analytics.trace_view(trace, unit="case").set_index("judge")
+    judges = [*sorted(study.judges.name), "ensemble (mean of VLM judges)"]
+    assert list(shown.index) == [*judges, analytics.HUMAN_ROW]
     for judge in study.judges.name:
-        ops = operators[(operators.judge == judge) & (operators.operator == "all")].iloc[0]
+        source = trace[(trace.judge == judge) & (trace.unit == "case")].iloc[0]
         agree = checklist[(checklist.judge == judge) & (checklist.group == "all")
                           & (checklist.reference == "human majority")].iloc[0]
-        row = table.loc[judge]
-        assert (row.Pearson, row.Spearman, row.MAE) == (ops.pearson, ops.spearman, ops.mae)
-        assert row.n_items == ops.n_items
+        row = shown.loc[judge]
+        assert (row.Pearson, row.Spearman, row.MAE) == (source.pearson, source.spearman,
+                                                        source.mae)
         assert (row.Agreement, row.n_decisions) == (agree.agreement, agree.n_decisions)
         assert (row["Agreement lo"], row["Agreement hi"]) == (agree.agreement_lo,
                                                               agree.agreement_hi)
-    assert np.isnan(table.loc[ensemble, "Pearson"])
-    assert table.loc[ensemble, "Agreement"] > 0
-    expected = analytics.trace_table(operators, checklist, reference="expected answer")
-    assert not expected.Agreement.equals(table.Agreement.reset_index(drop=True))
+    # the ensemble averages the judges' scores: it has correlations (NaN before)
+    assert np.isfinite(shown.loc["ensemble (mean of VLM judges)", "Pearson"])
+    assert shown.loc["ensemble (mean of VLM judges)", "Agreement"] > 0
 
 
 # ------------------------------------------------------------------------------ confusion
@@ -133,11 +142,12 @@ def test_confusion_cells_add_up_to_the_decisions(demo):
         assert (a + d) / row.n_decisions == pytest.approx(row.agreement)
         if a + c:
             assert a / (a + c) == pytest.approx(row.yes_recall)
-    # the diagonal recounted from the answers: gpt-5 against the human majority
-    answers = study.human_answers.assign(item=study.human_answers.output_id + "/"
-                                         + study.human_answers.question_id)
+    # the diagonal recounted from the gated answers: gpt-5 against the human majority
+    humans = gated_answers(study.human_answers, study.questions, "annotator")
+    answers = humans.assign(item=humans.output_id + "/" + humans.question_id)
     vote = majority(answers, item_col="item", value_col="answer").dropna()
-    judge = study.judge_answers[study.judge_answers.judge == "gpt-5"]
+    judge = gated_answers(study.judge_answers, study.questions, "judge")
+    judge = judge[judge.judge == "gpt-5"]
     said = pd.Series(judge.answer.map(normalize_label).to_numpy(),
                      index=judge.output_id + "/" + judge.question_id)
     common = said.index.intersection(vote.index)

@@ -55,7 +55,7 @@ def test_page_shows_the_vif_table_with_judges_and_the_human_baseline(demo_db):
     with Store.open(demo_db) as store:
         study = load_study(store)
     tables = build_report(study, ReportOptions(n_boot=N_BOOT))
-    expected = analytics.vif_table(tables["ratings"]).set_index("judge")
+    expected = analytics.vif_view(tables["vif_table"]).set_index("judge")
     assert list(shown.index) == list(expected.index)
     assert analytics.HUMAN_ROW in shown.index and "gpt-5" in shown.index
     labels = dict(zip(study.criteria.name, study.criteria.label, strict=True))
@@ -66,7 +66,7 @@ def test_page_shows_the_vif_table_with_judges_and_the_human_baseline(demo_db):
         assert shown.loc[judge, (head, "SRCC")] == expected.loc[judge, f"{criterion} SRCC"]
     # the TRACE-style table and a CSV download under every table
     trace = next(df.value for df in at.dataframe if "Agreement" in df.value.columns)
-    assert "ensemble (majority of VLM judges)" in set(trace.judge)
+    assert "ensemble (mean of VLM judges)" in set(trace.judge)
     downloads = at.get("download_button")
     assert len(downloads) >= len(at.dataframe)
     # the heat map's cells match the report (criteria reordered with their values)

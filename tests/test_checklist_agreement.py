@@ -6,6 +6,7 @@ import json
 
 import pytest
 from fixture_bundles import SHARED
+from gating_reference import gated_answers
 
 from annotation.checklist_agreement import ENSEMBLE, checklist_table
 from annotation.cli import main
@@ -22,12 +23,14 @@ def test_demo_rows_against_hand_counts(tmp_path):
     with Store.open(db) as store:
         study = load_study(store)
     table = checklist_table(study, by="generator")
-    # hand count: gpt-5 vs the human majority, pooled over decisions
-    humans = study.human_answers[study.human_answers.answer != "cant_tell"]
+    # hand count: gpt-5 vs the human majority, pooled over decisions, both gated (DSG)
+    humans = gated_answers(study.human_answers, study.questions, "annotator")
+    humans = humans[humans.answer != "cant_tell"]
     votes = humans.groupby(["output_id", "question_id"]).answer.agg(list)
     majority = {k: ("yes" if v.count("yes") > v.count("no") else "no")
                 for k, v in votes.items() if v.count("yes") != v.count("no")}
-    judge = study.judge_answers[study.judge_answers.judge == "gpt-5"]
+    judge = gated_answers(study.judge_answers, study.questions, "judge")
+    judge = judge[judge.judge == "gpt-5"]
     pairs = [(a, majority[(o, q)]) for o, q, a in zip(judge.output_id, judge.question_id,
                                                        judge.answer) if (o, q) in majority]
     agree = sum(a == h for a, h in pairs) / len(pairs)
@@ -95,9 +98,10 @@ def test_agreement_per_item_is_the_mean_of_per_output_shares(tmp_path):
         study = load_study(store)
     table = checklist_table(study)
     row = table[(table.judge == "gpt-5") & (table.reference == "annotator:ann1")].iloc[0]
-    judge = study.judge_answers[study.judge_answers.judge == "gpt-5"]
-    ann = study.human_answers[(study.human_answers.annotator == "ann1")
-                              & study.human_answers.answer.isin(["yes", "no"])]
+    judge = gated_answers(study.judge_answers, study.questions, "judge")
+    judge = judge[judge.judge == "gpt-5"]
+    ann = gated_answers(study.human_answers, study.questions, "annotator")
+    ann = ann[(ann.annotator == "ann1") & ann.answer.isin(["yes", "no"])]
     merged = judge.merge(ann, on=["output_id", "question_id"], suffixes=("_j", "_h"))
     per_output = (merged.answer_j == merged.answer_h).groupby(merged.output_id).mean()
     assert row.n_items == len(per_output)

@@ -50,7 +50,8 @@ def test_operators_table_on_the_demo(tmp_path):
     with Store.open(db) as store:
         study = load_study(store)
     table = operators_table(study)
-    assert set(table.judge) == {"gpt-5", "gemini-2.5-pro", "qwen3-vl"}
+    assert set(table.judge) == {"gpt-5", "gemini-2.5-pro", "qwen3-vl",
+                                "ensemble (mean of VLM judges)"}
     assert {"f", "g", "⊕", "C", ALL} <= set(table.operator)
     row = table[(table.judge == "gpt-5") & (table.operator == ALL)].iloc[0]
     assert row.n_items >= 10
@@ -59,7 +60,8 @@ def test_operators_table_on_the_demo(tmp_path):
 
 def test_vectorized_passes_equal_the_page_rule_on_random_answers():
     """passes() (vectorized) against a direct use of checklist.applicable, the rule the
-    annotation page uses, on random answers over a three-level dependency chain."""
+    annotation page uses, on random answers over a three-level dependency chain: a
+    question that is not applicable fails whatever its own answer (DSG)."""
     import random
 
     from annotation.checklist import QuestionView, applicable
@@ -89,8 +91,8 @@ def test_vectorized_passes_equal_the_page_rule_on_random_answers():
         gate = applicable(views, given)
         for qid in qs.question_id:
             answer = given.get(qid)
-            if answer in ("yes", "no"):
-                expected[(person, output, qid)] = float(answer == pass_answer[qid])
-            elif answer is None and not gate[qid]:
+            if not gate[qid]:
                 expected[(person, output, qid)] = 0.0
+            elif answer in ("yes", "no"):
+                expected[(person, output, qid)] = float(answer == pass_answer[qid])
     assert dict(zip(zip(got.annotator, got.output_id, got.question_id), got.passed)) == expected

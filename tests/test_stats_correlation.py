@@ -15,6 +15,7 @@ from annotation.stats.correlation import (
     correlations,
     fisher_ci,
     fisher_z_mean,
+    fisher_z_pool,
     mae_bias,
     viescore_mean,
 )
@@ -265,7 +266,20 @@ def test_fisher_z_mean_by_hand() -> None:
     assert fisher_z_mean([0.4, np.nan], [50, 60]) == pytest.approx(0.4)
     assert fisher_z_mean([0.4, 0.9], [50, 3]) == pytest.approx(0.4)  # n <= 3 has no weight
     assert np.isnan(fisher_z_mean([]))
-    assert fisher_z_mean([1.0, 0.2]) == 1.0
+    # |r| = 1 is clipped: it no longer makes the pool 1.0 (see the defect test below)
+    clipped = np.tanh((np.arctanh(0.9999) + np.arctanh(0.2)) / 2)
+    assert fisher_z_mean([1.0, 0.2]) == pytest.approx(clipped)
+
+
+def test_fisher_z_mean_is_not_captured_by_a_perfect_correlation() -> None:
+    """Defect: fisher_z_mean([1.0, 0.2], ns=[4, 500]) returned 1.0 (atanh(1) = inf), so two
+    annotators agreeing on 4 outputs made the "human pairwise" row read 1.0."""
+    pooled = fisher_z_mean([1.0, 0.2], ns=[4, 500])
+    assert 0.2 < pooled < 0.22
+    # the report leaves out correlations from fewer than 10 common outputs
+    assert fisher_z_mean([1.0, 0.2], ns=[4, 500], min_n=10) == pytest.approx(0.2)
+    assert fisher_z_pool([1.0, 0.2, np.nan], [4, 500, 50], min_n=10) == (
+        pytest.approx(0.2), 1, 2)
 
 
 def test_viescore_convention_reproduces_its_table() -> None:

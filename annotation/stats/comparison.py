@@ -175,6 +175,12 @@ class ZouInterval(_Frame):
         return bool(self.lo > 0 or self.hi < 0)
 
 
+def _divide(num: float, den: float) -> float:
+    """``num / den`` in float64, NaN (not ZeroDivisionError) when ``den`` is 0: a
+    correlation of exactly +-1 has no Zou interval."""
+    return float(num) / float(den) if float(den) != 0.0 else float("nan")
+
+
 def _zou(case: str, r1: float, n1: int, r2: float, n2: int, c: float, ci: float) -> ZouInterval:
     """Zou (2007, eq. 12-13) modified asymptotic interval from the two Fisher intervals."""
     l1, u1 = fisher_ci(r1, n1, ci)
@@ -195,9 +201,8 @@ def zou_ci_overlap(r12: float, r13: float, r23: float, n: int, ci: float = 0.95)
             / ((1 - r12^2)(1 - r13^2))
     """
     _check_r(r12=r12, r13=r13, r23=r23)
-    c = ((r23 - 0.5 * r12 * r13) * (1 - r12**2 - r13**2 - r23**2) + r23**3) / (
-        (1 - r12**2) * (1 - r13**2)
-    )
+    c = _divide(((r23 - 0.5 * r12 * r13) * (1 - r12**2 - r13**2 - r23**2) + r23**3),
+                (1 - r12**2) * (1 - r13**2))
     return _zou("overlapping", r12, n, r13, n, c, ci)
 
 
@@ -227,7 +232,7 @@ def zou_ci_nonoverlap(
         + r14 * r23
         - (r12 * r13 * r14 + r12 * r23 * r24 + r13 * r23 * r34 + r14 * r24 * r34)
     )
-    c = num / ((1 - r12**2) * (1 - r34**2))
+    c = _divide(num, (1 - r12**2) * (1 - r34**2))
     return _zou("nonoverlapping", r12, n, r34, n, c, ci)
 
 

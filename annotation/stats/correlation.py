@@ -34,11 +34,14 @@ from scipy import stats
 ArrayLike = Sequence[Any] | np.ndarray | pd.Series
 
 __all__ = [
+    "MIN_BOOT_ITEMS",
     "MaeBias",
     "correlations",
     "fisher_ci",
     "fisher_z_mean",
+    "fisher_z_pool",
     "mae_bias",
+    "reported_plcc_interval",
     "viescore_mean",
 ]
 
@@ -325,6 +328,11 @@ def mae_bias(x: ArrayLike, y: ArrayLike) -> MaeBias:
     return MaeBias(n=int(len(d)), mae=float(np.abs(d).mean()), bias=float(d.mean()))
 
 
+#: Fewer distinct items than this: no bootstrap interval (a percentile interval from a
+#: handful of resampled items is far too narrow).
+MIN_BOOT_ITEMS = 10
+
+
 def correlations(
     x: ArrayLike,
     y: ArrayLike,
@@ -338,9 +346,12 @@ def correlations(
 
     Returns one row with columns ``n`` (complete pairs), ``n_items`` (their distinct
     items), ``plcc``, ``plcc_lo``/``plcc_hi`` (Fisher z, as scipy's
-    ``pearsonr(x, y).confidence_interval()``), ``plcc_boot_lo``/``plcc_boot_hi``,
-    ``srcc``, ``srcc_lo``/``srcc_hi``, ``kendall`` (tau-b), ``kendall_lo``/``kendall_hi``
-    (all bootstrap percentile), ``mae``, ``bias`` (mean x - y), ``ci``, ``n_boot``.
+    ``pearsonr(x, y).confidence_interval()``, with n = pairs: valid only with one pair per
+    item), ``plcc_boot_lo``/``plcc_boot_hi``, ``srcc``, ``srcc_lo``/``srcc_hi``,
+    ``kendall`` (tau-b), ``kendall_lo``/``kendall_hi`` (all bootstrap percentile over
+    items), ``mae``, ``bias`` (mean x - y), ``ci``, ``n_boot`` (resamples in which the
+    correlations were defined), ``note`` (why a value is NaN: fewer than 3 pairs, a
+    constant variable, fewer than :data:`MIN_BOOT_ITEMS` items for a bootstrap).
 
     Sources: Pearson (1896); Spearman (1904) as Pearson of mid-ranks; Kendall (1945) tau-b,
     i.e. scipy ``kendalltau(variant="b")``; Fisher (1921) z interval; percentile bootstrap
@@ -371,7 +382,7 @@ def correlations(
     err = mae_bias(xa, ya)
     plcc = _pearson(xa, ya)
     plcc_lo, plcc_hi = fisher_ci(plcc, n, ci)
-    row: dict[str, float | int] = {
+    row: dict[str, float | int | str] = {
         "n": n,
         "n_items": n_items,
         "plcc": plcc,
@@ -388,42 +399,89 @@ def correlations(
         "mae": err.mae,
         "bias": err.bias,
         "ci": ci,
-        "n_boot": int(n_boot),
+        "n_boot": 0,
     }
-    if n_boot > 0 and np.isfinite(plcc) and n_items >= 3:
+    notes = []
+    if n < 3:
+        notes.append(f"fewer than 3 pairs ({n})")
+    elif _is_constant(xa) or _is_constant(ya):
+        notes.append("constant " + ("judge and human" if _is_constant(xa) and _is_constant(ya)
+                                    else "judge" if _is_constant(xa) else "human")
+                     + " scores: correlations undefined")
+    elif n_items < MIN_BOOT_ITEMS and n_boot > 0:
+        notes.append(f"fewer than {MIN_BOOT_ITEMS} items ({n_items}): no bootstrap interval")
+    if n_boot > 0 and np.isfinite(plcc) and n_items >= MIN_BOOT_ITEMS:
         boot = bootstrap_statistics([(xa, ya)], codes, n_items, n_boot=n_boot, seed=seed)
         row["plcc_boot_lo"], row["plcc_boot_hi"] = percentile_interval(boot[(0, "pearson")], ci)
         row["srcc_lo"], row["srcc_hi"] = percentile_interval(boot[(0, "spearman")], ci)
         row["kendall_lo"], row["kendall_hi"] = percentile_interval(boot[(0, "kendall")], ci)
+        row["n_boot"] = int(np.isfinite(boot[(0, "pearson")]).sum())
+    row["note"] = "; ".join(notes)
     return pd.DataFrame([row])
 
 
-def fisher_z_mean(rs: ArrayLike, ns: ArrayLike | None = None) -> float:
+def reported_plcc_interval(stats: pd.Series | dict) -> tuple[float, float, str]:
+    """The PLCC interval a report shows for one :func:`correlations` row, and its method.
+
+    The cluster bootstrap over items when it was computed (``plcc_boot_lo``/``hi``), since
+    rows that pool several pairs per item (leave-one-out, pooled operators) make Fisher's
+    n = pairs far too small an interval; otherwise Fisher's interval where there is one
+    pair per item (``n == n_items``); otherwise none. Returns ``(lo, hi, method)`` with
+    method ``"cluster bootstrap"``, ``"fisher"`` or ``""``.
+    """
+    lo, hi = float(stats["plcc_boot_lo"]), float(stats["plcc_boot_hi"])
+    if np.isfinite(lo) and np.isfinite(hi):
+        return lo, hi, "cluster bootstrap"
+    if stats["n"] == stats["n_items"] and np.isfinite(stats["plcc_lo"]):
+        return float(stats["plcc_lo"]), float(stats["plcc_hi"]), "fisher"
+    return np.nan, np.nan, ""
+
+
+#: Fisher-z pooling clips |r| to this before atanh: a perfect correlation of a few items
+#: (|r| = 1 has an infinite z) must not outweigh everything else in the pool.
+FISHER_CLIP = 0.9999
+
+
+def fisher_z_mean(rs: ArrayLike, ns: ArrayLike | None = None, *, min_n: int = 4) -> float:
     """Pooled correlation: ``tanh`` of the mean of ``atanh(r)``, weighted by ``n - 3``.
 
-    The fixed-effect meta-analytic average of correlations (Hedges & Olkin 1985, ch. 11,
-    eq. 9: z-bar = sum (n_i - 3) z_i / sum (n_i - 3)); unweighted when ``ns`` is None.
-    NaN correlations are left out, as are studies with ``n <= 3`` (weight <= 0).
-    |r| = 1 maps to an infinite z and pools to +-1.
+    The fixed-effect meta-analytic average of correlations (Hedges & Olkin 1985,
+    *Statistical Methods for Meta-Analysis*, ch. 11, eq. 9: z-bar = sum (n_i - 3) z_i /
+    sum (n_i - 3)); unweighted when ``ns`` is None. NaN correlations are left out, as are
+    correlations from fewer than ``min_n`` items (at least 4: the weight n - 3 must be
+    positive). |r| is clipped to :data:`FISHER_CLIP` first, so a correlation of exactly
+    +-1 (two annotators who agree on 4 outputs) counts as a large but finite z instead of
+    making the pool +-1.
 
     Not what VIEScore reports: VIEScore (Ku et al., ACL 2024, ``analyze_json.ipynb``,
     ``average_correlation``) pools per-model Spearman rhos **unweighted and without the
     atanh step**, ``tanh(mean(rho))``; see :func:`viescore_mean` to reproduce its numbers.
     Always label which aggregation a pooled number used.
     """
+    return fisher_z_pool(rs, ns, min_n=min_n)[0]
+
+
+def fisher_z_pool(rs: ArrayLike, ns: ArrayLike | None = None, *,
+                  min_n: int = 4) -> tuple[float, int, int]:
+    """:func:`fisher_z_mean` and how many correlations it pooled and left out:
+    ``(r, n_pooled, n_left_out)``; a NaN r or fewer than ``min_n`` items leaves a
+    correlation out."""
     r = as_float_array(rs, "rs")
     if ns is None:
         w = np.ones_like(r)
+        big = np.ones(len(r), dtype=bool)
     else:
-        w = as_float_array(ns, "ns") - 3.0
-        if len(w) != len(r):
-            raise ValueError(f"rs and ns differ in length: {len(r)} != {len(w)}")
-    keep = np.isfinite(r) & np.isfinite(w) & (w > 0)
-    if not keep.any():
-        return np.nan
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.arctanh(np.clip(r[keep], -1.0, 1.0))
-        return float(np.tanh(np.sum(w[keep] * z) / np.sum(w[keep])))
+        counts = as_float_array(ns, "ns")
+        if len(counts) != len(r):
+            raise ValueError(f"rs and ns differ in length: {len(r)} != {len(counts)}")
+        w = counts - 3.0
+        big = np.isfinite(counts) & (counts >= max(min_n, 4))
+    keep = np.isfinite(r) & np.isfinite(w) & (w > 0) & big
+    used = int(keep.sum())
+    if not used:
+        return np.nan, 0, int(len(r))
+    z = np.arctanh(np.clip(r[keep], -FISHER_CLIP, FISHER_CLIP))
+    return float(np.tanh(np.sum(w[keep] * z) / np.sum(w[keep]))), used, int(len(r) - used)
 
 
 def viescore_mean(rs: ArrayLike) -> float:
