@@ -39,12 +39,14 @@ from annotation.records import (
     ImportRefused,
     Judge,
     Judgment,
+    NonFiniteNumber,
     Output,
     Problem,
     ProjectData,
     Question,
     Task,
     TaskImage,
+    loads_finite,
 )
 from annotation.validate import CRITERION_NAME, prelabel_problems, task_meta_problems
 
@@ -204,10 +206,6 @@ def _type(value: Any) -> str:
             int: "a number", float: "a number", type(None): "null"}.get(type(value), "?")
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not allowed")
-
-
 def _surrogate(text: str) -> int | None:
     """The code point of the first lone surrogate in ``text`` (None: valid Unicode)."""
     if text.isascii():
@@ -269,7 +267,10 @@ def _jsonl(root: Path, name: str, rd: _Reader, required: bool) -> Iterator[tuple
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line, parse_constant=_reject_constant)
+                obj = loads_finite(line)
+            except NonFiniteNumber as exc:
+                rd.error(name, number, exc.field, exc.message)
+                continue
             except (ValueError, RecursionError) as exc:
                 rd.error(name, number, None, f"invalid JSON: {exc}")
                 continue
@@ -344,7 +345,10 @@ def _read_header(root: Path, rd: _Reader, project: ProjectData) -> None:
         raise _Stop from None
     try:
         text = real.read_text(encoding="utf-8")
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = loads_finite(text)
+    except NonFiniteNumber as exc:
+        rd.error(name, None, exc.field, exc.message)
+        raise _Stop from None
     except (ValueError, UnicodeDecodeError) as exc:
         rd.error(name, getattr(exc, "lineno", None), None, f"invalid JSON: {exc}")
         raise _Stop from None

@@ -8,6 +8,7 @@ Field meanings are documented in ``docs/bundle-format.md``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,48 @@ class Problem:
         if self.field:
             return f"{where}: {self.field}: {self.message}"
         return f"{where}: {self.message}"
+
+
+class NonFiniteNumber(ValueError):
+    """A JSON text holds NaN, Infinity or -Infinity: ``field`` is where (``score``,
+    ``meta.layout[2]``), ``token`` what was written. (A number that overflows a float,
+    ``1e999``, parses as inf: the field's own check refuses it.)"""
+
+    def __init__(self, field: str, token: str):
+        self.field = field
+        self.token = token
+        self.message = f"{token} is not allowed (numbers must be finite)"
+        super().__init__(f"{field}: {self.message}")
+
+
+class _Constant(str):
+    """What ``json.loads`` makes of NaN / Infinity / -Infinity here, to be found later."""
+
+
+def _non_finite(value: Any, where: str) -> tuple[str, str] | None:
+    if isinstance(value, _Constant):
+        return where, str(value)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _non_finite(item, f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _non_finite(item, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def loads_finite(text: str | bytes) -> Any:
+    """``json.loads`` that refuses NaN, Infinity and -Infinity, raising
+    :class:`NonFiniteNumber` with the field where one is."""
+    value = json.loads(text, parse_constant=_Constant)
+    found = _non_finite(value, "")
+    if found:
+        raise NonFiniteNumber(found[0] or "(value)", found[1])
+    return value
 
 
 class ImportRefused(Exception):

@@ -261,8 +261,41 @@ def write_report(tables: dict[str, pd.DataFrame], out: Path, *, title: str) -> l
     return written
 
 
-def report_html(tables: dict[str, pd.DataFrame], *, title: str) -> str:
-    """One self-contained page: the figures (plotly, embedded) and every table."""
+def _html_table(table: pd.DataFrame) -> str:
+    shown = table.copy()
+    for col in shown.select_dtypes(include=[np.floating]).columns:
+        shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:.4f}")
+    return shown.to_html(index=False, escape=True, na_rep="")
+
+
+def paper_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFrame]]:
+    """The seed papers' tables as report.html shows them first: VIF-Bench Table 7 (like for
+    like, then against the mean of all annotators) and TRACE-Bench Table 7 (both units),
+    each cell ``value [lo, hi]``."""
+    from annotation import analytics
+
+    out = []
+    vif = tables.get("vif_table")
+    if vif is not None and not vif.empty:
+        for reference, caption in (
+                ("leave-one-out mean", "VIF-Bench Table 7, like for like: judges and humans "
+                 "against the same leave-one-out means"),
+                ("human mean", "VIF-Bench Table 7 as the paper: judges against the mean of "
+                 "all annotators (flatters the judges beside a leave-one-out human)")):
+            view = analytics.vif_view(vif, reference=reference, ci=True)
+            out.append((caption, analytics.ci_text(view)))
+    trace = tables.get("trace_table")
+    if trace is not None and not trace.empty:
+        for unit in dict.fromkeys(trace.unit):
+            out.append((f"TRACE-Bench Table 7 (unit: {unit})",
+                        analytics.ci_text(analytics.trace_view(trace, unit=unit))))
+    return out
+
+
+def report_html(tables: dict[str, pd.DataFrame], *, title: str,
+                extra_figures: list[tuple[str, object]] | None = None) -> str:
+    """One self-contained page: the papers' tables, the figures (plotly, embedded) and
+    every table. Every text from the data is escaped (shown as text, never markup)."""
     from annotation.report_figures import figures
 
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
@@ -271,16 +304,17 @@ def report_html(tables: dict[str, pd.DataFrame], *, title: str) -> str:
              "td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}"
              "th{background:#f4f4f4}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>"]
-    first = True
-    for caption, fig in figures(tables):
+    for caption, table in paper_sections(tables):
         parts.append(f"<h2>{html.escape(caption)}</h2>")
-        parts.append(fig.to_html(full_html=False, include_plotlyjs="inline" if first else False))
+        parts.append(_html_table(table))
+    first = True
+    for caption, fig in [*figures(tables), *(extra_figures or [])]:
+        parts.append(f"<h2>{html.escape(caption)}</h2>")
+        parts.append(fig.to_html(full_html=False,  # type: ignore[attr-defined]
+                                 include_plotlyjs="inline" if first else False))
         first = False
     for name, table in tables.items():
         parts.append(f"<h2>{html.escape(name)}.csv</h2>")
-        shown = table.copy()
-        for col in shown.select_dtypes(include=[np.floating]).columns:
-            shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:.4f}")
-        parts.append(shown.to_html(index=False, escape=True, na_rep=""))
+        parts.append(_html_table(table))
     parts.append("</body></html>")
     return "\n".join(parts)

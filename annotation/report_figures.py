@@ -12,7 +12,9 @@ from annotation.ratings import HUMAN_LOO
 def correlation_bars(ratings: pd.DataFrame, stat: str = "plcc") -> go.Figure | None:
     """Per criterion, each judge's correlation with its interval; the human leave-one-out
     baseline beside it (judges against the same leave-one-out means)."""
-    rows = ratings[(ratings.group == "all") & (ratings.reference == "leave-one-out mean")]
+    main = ratings.paired_judge.fillna("") == "" if "paired_judge" in ratings else True
+    rows = ratings[(ratings.group == "all") & (ratings.reference == "leave-one-out mean")
+                   & main]
     if rows.empty:
         rows = ratings[(ratings.group == "all") & (ratings.reference == "human mean")]
     if rows.empty:
@@ -40,6 +42,8 @@ def correlation_heatmap(ratings: pd.DataFrame, stat: str = "srcc") -> go.Figure 
 def checklist_bars(checklist: pd.DataFrame) -> go.Figure | None:
     rows = checklist[(checklist.group == "all")
                      & checklist.reference.isin(["human majority", "expected answer"])]
+    if "paired_judge" in rows:
+        rows = rows[rows.paired_judge.fillna("") == ""]
     if rows.empty:
         return None
     rows = rows.assign(err_hi=rows.agreement_hi - rows.agreement,
@@ -67,5 +71,6 @@ def figures(tables: dict[str, pd.DataFrame]) -> list[tuple[str, go.Figure]]:
     if checklist is not None and not checklist.empty:
         fig = checklist_bars(checklist)
         if fig is not None:
-            out.append(("Checklist agreement with 95% Wilson interval", fig))
+            out.append(("Checklist agreement with 95% interval (cluster bootstrap over "
+                        "outputs)", fig))
     return out

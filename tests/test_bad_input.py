@@ -118,7 +118,7 @@ CASES = {
     "metric off its scale": (edit_jsonl("judgments.jsonl", 5, set_field(["score"], 3.5)),
                              "judgments.jsonl:5: score: 3.5 is outside the scale 0..1"),
     "NaN score": (replace_text("judgments.jsonl", '"score": 8', '"score": NaN'),
-                  "judgments.jsonl:4: invalid JSON: NaN is not allowed"),
+                  "judgments.jsonl:4: score: NaN is not allowed (numbers must be finite)"),
     "infinite score": (replace_text("judgments.jsonl", '"score": 8', '"score": 1e400'),
                        "judgments.jsonl:4: score: number inf out of range"),
     "huge integer": (replace_text("judgments.jsonl", '"score": 8', '"score": ' + "9" * 400),

@@ -89,11 +89,13 @@ from annotation.records import (
     ImportRefused,
     Judge,
     Judgment,
+    NonFiniteNumber,
     Output,
     Problem,
     ProjectData,
     Task,
     TaskImage,
+    loads_finite,
 )
 from annotation.validate import CONFLICT_LABEL_KEYS, prelabel_problems, task_meta_problems
 
@@ -304,14 +306,9 @@ class _Problems:
         return len(self.items) >= MAX_PROBLEMS
 
 
-def _reject_constant(name: str) -> Any:
-    """Refuse NaN and Infinity while parsing JSON."""
-    raise ValueError(f"{name} is not allowed (numbers must be finite)")
-
-
 def _loads(text: str) -> Any:
-    """Parse JSON, refusing non-finite numbers."""
-    return json.loads(text, parse_constant=_reject_constant)
+    """Parse JSON, refusing non-finite numbers (:func:`annotation.records.loads_finite`)."""
+    return loads_finite(text)
 
 
 def _json_error(exc: ValueError) -> str:
@@ -355,6 +352,9 @@ def _read_jsonl(root: Path, rel: str, problems: _Problems) -> list[tuple[int, di
             continue
         try:
             value = _loads(line)
+        except NonFiniteNumber as exc:
+            problems.add(rel, number, exc.field, exc.message)
+            continue
         except ValueError as exc:
             problems.add(rel, number, None, _json_error(exc))
             continue
