@@ -70,10 +70,11 @@ def vif_view(vif: pd.DataFrame, *, reference: str = HUMAN_MEAN, group: str = "al
     for criterion in criteria:
         label = tags.get(criterion, criterion)
         for stat in VIF_STATS:
-            columns[f"{label} {stat.upper()}"] = list(both[f"{criterion}_{stat}"])
-            if ci:
-                columns[f"{label} {stat.upper()} lo"] = list(both[f"{criterion}_{stat}_lo"])
-                columns[f"{label} {stat.upper()} hi"] = list(both[f"{criterion}_{stat}_hi"])
+            suffixes = ("", "_lo", "_hi") if ci else ("",)
+            for suffix in suffixes:
+                name = f"{label} {stat.upper()}{suffix.replace('_', ' ')}"
+                columns[name] = list(pd.to_numeric(both[f"{criterion}_{stat}{suffix}"],
+                                                   errors="coerce").astype(float))
     return pd.DataFrame(columns)
 
 

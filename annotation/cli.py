@@ -155,7 +155,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    written = write_report(tables, Path(args.out), title=title)
+    written = write_report(tables, Path(args.out), title=title, study=study)
     if not args.quiet:
         for path in written:
             print(path)

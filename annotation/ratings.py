@@ -86,24 +86,58 @@ def with_average(scores: pd.DataFrame, who: str, criteria: list[str]) -> pd.Data
     return pd.concat([scores, avg[["output_id", who, "criterion", "score"]]], ignore_index=True)
 
 
-def own_scale_judges(study: StudyData) -> set[str]:
-    """Judges that score on a scale of their own (``scale`` in the bundle): their scores
-    are not on the humans' scale (no MAE, bias, limits of agreement or RMSE)."""
+def criterion_scale(study: StudyData, criterion: str) -> tuple[float, float] | None:
+    """The (min, max) of a criterion's ratings; for ``average``, the scale every criterion
+    shares (None when they differ, or when the criterion is not in ``study.criteria``)."""
+    crit = study.criteria
+    if criterion == AVERAGE and criterion not in set(crit.name):
+        scales = {(float(lo), float(hi)) for lo, hi in zip(crit["min"], crit["max"],
+                                                           strict=True)
+                  if pd.notna(lo) and pd.notna(hi)}
+        return scales.pop() if len(scales) == 1 else None
+    row = crit[crit.name == criterion]
+    if row.empty or pd.isna(row["min"].iloc[0]) or pd.isna(row["max"].iloc[0]):
+        return None
+    return float(row["min"].iloc[0]), float(row["max"].iloc[0])
+
+
+def judge_scale(study: StudyData, judge: str) -> tuple[float, float] | None:
+    """The judge's declared own scale (``scale_min``, ``scale_max``), or None (it scores on
+    the criteria's scales; also for the ensemble and judges not in ``study.judges``)."""
     judges = study.judges
     if "scale_min" not in judges.columns:
-        return set()
-    return {str(n) for n, lo in zip(judges.name, judges.scale_min, strict=True) if pd.notna(lo)}
+        return None
+    row = judges[judges.name == judge]
+    if row.empty or pd.isna(row["scale_min"].iloc[0]) or pd.isna(row["scale_max"].iloc[0]):
+        return None
+    return float(row["scale_min"].iloc[0]), float(row["scale_max"].iloc[0])
+
+
+def own_scale(study: StudyData, judge: str, criterion: str) -> str | None:
+    """``"lo-hi"`` when the judge scores ``criterion`` on a scale other than the humans'
+    (declared, and not equal to the criterion's min-max), else None. The one rule for
+    "no MAE, bias, limits of agreement or RMSE against the humans"."""
+    scale = judge_scale(study, judge)
+    if scale is None or scale == criterion_scale(study, criterion):
+        return None
+    return f"{scale[0]:g}-{scale[1]:g}"
 
 
 def ensemble_scores(study: StudyData) -> pd.DataFrame:
     """The ensemble judge: per output and criterion, the mean score of the VLM judges that
-    score on the humans' scale, where at least two of them scored it."""
-    own = own_scale_judges(study)
-    vlm = [str(n) for n, k in zip(study.judges.name, study.judges.kind, strict=True)
-           if k == "vlm" and str(n) not in own]
+    score that criterion on the humans' scale (:func:`own_scale`), where at least two of
+    them scored it. Columns ``output_id``, ``judge`` (:data:`ENSEMBLE`), ``criterion``,
+    ``score``."""
+    columns = ["output_id", "judge", "criterion", "score"]
+    vlm = {str(n) for n, k in zip(study.judges.name, study.judges.kind, strict=True)
+           if k == "vlm"}
     scores = study.judge_scores[study.judge_scores.judge.isin(vlm)]
+    pairs = scores[["judge", "criterion"]].drop_duplicates()
+    same = {(j, c) for j, c in pairs.itertuples(index=False) if own_scale(study, j, c) is None}
+    scores = scores[[(j, c) in same for j, c in zip(scores.judge, scores.criterion,
+                                                     strict=True)]]
     if len(vlm) < 2 or scores.empty:
-        return study.judge_scores.iloc[0:0]
+        return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["output_id", "criterion"]).score.agg(["mean", "size"])
     grouped = grouped[grouped["size"] >= 2].reset_index()
     return pd.DataFrame({"output_id": grouped.output_id, "judge": ENSEMBLE,
@@ -157,7 +191,6 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     ``study.outputs`` (``generator``, ``meta.<key>``) giving extra per-group rows beside
     ``group = "all"``."""
     criteria = list(study.criteria.name)
-    own = own_scale_judges(study)
     humans = with_average(study.human_scores, "annotator", criteria)
     judged = pd.concat([study.judge_scores, ensemble_scores(study)], ignore_index=True)
     judged = with_average(judged, "judge", criteria)
@@ -179,7 +212,7 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
             paired_pairs: dict[str, pd.DataFrame] = {}
             for judge in order:
                 scores = by_judge[judge]
-                same = judge not in own
+                same = own_scale(study, judge, criterion) is None
                 common = g_mean.index.intersection(scores.index)
                 if len(common):
                     rows.append(_row(judge, criterion, group, HUMAN_MEAN,

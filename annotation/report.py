@@ -15,8 +15,14 @@ is documented in ``docs/report.md``):
   (2007) interval for the difference, and a paired cluster bootstrap of the difference;
 * ``system_level.csv``: per criterion and judge, Kendall tau-b and pairwise accuracy of the
   per-generator means against the humans' (:func:`annotation.stats.system.system_level`);
-* ``alt_test.csv``: the alternative annotator test (Calderon, Reichart & Dror, ACL 2025) of
-  each judge per criterion (negative RMSE) and on the checklist (accuracy).
+* ``alt_test.csv`` and ``alt_test_annotators.csv`` (:mod:`annotation.alt_tests`): the
+  alternative annotator test (Calderon, Reichart & Dror, ACL 2025) of each judge per
+  criterion (negative RMSE; on ranks for a judge on its own scale) and on the checklist
+  (accuracy), and its per-annotator rows;
+* ``bland_altman.csv`` (:mod:`annotation.judge_bias`): limits of agreement of each judge
+  with the human mean on the humans' scale;
+* ``annotators.csv`` (:mod:`annotation.annotators`): one row per annotator, to find the
+  annotator a study should not trust.
 
 Same seed, same numbers: every bootstrap is seeded from ``seed``.
 """
@@ -32,6 +38,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from annotation.alt_tests import run_alt_tests
+from annotation.annotators import annotators_table
 from annotation.checklist_agreement import (
     checklist_table,
     leniency_table,
@@ -40,10 +48,10 @@ from annotation.checklist_agreement import (
 )
 from annotation.decisions import UNANSWERED
 from annotation.human_reliability import reliability_table
+from annotation.judge_bias import bland_altman_table
 from annotation.operator_scores import operators_table
 from annotation.paper_tables import trace_table, vif_table
 from annotation.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
-from annotation.stats.alt_test import alt_test
 from annotation.stats.comparison import adjust_pvalues, paired_bootstrap_diff, williams_t, zou_ci
 from annotation.stats.system import system_level
 from annotation.study import StudyData
@@ -51,7 +59,8 @@ from annotation.study import StudyData
 TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons",
           "checklist_comparisons", "system_level", "alt_test",
           # added in the statistical-truth release
-          "vif_table", "trace_table", "leniency")
+          "vif_table", "trace_table", "leniency", "bland_altman", "annotators",
+          "alt_test_annotators")
 
 
 @dataclass(frozen=True)
@@ -140,31 +149,6 @@ def system_table(study: StudyData, options: ReportOptions) -> pd.DataFrame:
     return out[["criterion", *[c for c in out.columns if c != "criterion"]]]
 
 
-def alt_test_table(study: StudyData, options: ReportOptions) -> pd.DataFrame:
-    """The alt-test of every judge per criterion (ratings) and on the checklist."""
-    rows = []
-    for criterion, humans in study.human_scores.groupby("criterion", sort=False):
-        long = humans.rename(columns={"output_id": "item", "score": "value"})
-        judged = study.judge_scores[study.judge_scores.criterion == criterion]
-        for judge, js in judged.groupby("judge", sort=True):
-            result = alt_test(long, js.set_index("output_id").score, epsilon=options.epsilon,
-                              scoring="neg_rmse", judge_name=judge)
-            rows.append(result.summary.assign(criterion=criterion))
-    answers = study.human_answers[study.human_answers.answer.isin(("yes", "no"))]
-    if not answers.empty:
-        long = answers.assign(item=answers.output_id + " / " + answers.question_id,
-                              value=answers.answer)
-        for judge, js in study.judge_answers.groupby("judge", sort=True):
-            items = js.output_id + " / " + js.question_id
-            result = alt_test(long, pd.Series(js.answer.to_numpy(), index=items),
-                              epsilon=options.epsilon, scoring="accuracy", judge_name=judge)
-            rows.append(result.summary.assign(criterion="checklist (yes/no)"))
-    if not rows:
-        return pd.DataFrame(columns=["criterion", "judge", "winning_rate", "advantage_prob"])
-    out = pd.concat(rows, ignore_index=True)
-    return out[["criterion", *[c for c in out.columns if c != "criterion"]]]
-
-
 def _ratings(study: StudyData, options: ReportOptions) -> pd.DataFrame:
     table = ratings_table(study, n_boot=options.n_boot, seed=options.seed, by=options.by)
     criteria = []
@@ -186,8 +170,17 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
     scored once (:func:`annotation.checklist_agreement.study_decisions`) for every table
     that reads them."""
     boot = {"n_boot": options.n_boot, "seed": options.seed}
-    decided = study_decisions(study, options.unanswered)  # type: ignore[arg-type]
+    unanswered = options.unanswered
+    decided = study_decisions(study, unanswered)  # type: ignore[arg-type]
     tables: dict[str, pd.DataFrame] = {}
+    alt: dict[str, pd.DataFrame] = {}
+
+    def alt_tests() -> pd.DataFrame:
+        run = run_alt_tests(study, epsilon=options.epsilon,
+                            unanswered=unanswered)  # type: ignore[arg-type]
+        alt["annotators"] = run.annotators
+        return run.summary
+
     steps: dict[str, Callable[[], pd.DataFrame]] = {
         "ratings": lambda: _ratings(study, options),
         "checklist": lambda: checklist_table(study, by=options.by, decided=decided, **boot),
@@ -196,11 +189,14 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "judge_comparisons": lambda: judge_comparisons(study, options),
         "checklist_comparisons": lambda: mcnemar_table(study, decided=decided, **boot),
         "system_level": lambda: system_table(study, options),
-        "alt_test": lambda: alt_test_table(study, options),
+        "alt_test": alt_tests,
         "vif_table": lambda: vif_table(tables["ratings"]),
         "trace_table": lambda: trace_table(study, tables["checklist"], decided=decided,
                                            **boot),
         "leniency": lambda: leniency_table(study, by=options.by, decided=decided),
+        "bland_altman": lambda: bland_altman_table(study),
+        "annotators": lambda: annotators_table(study),
+        "alt_test_annotators": lambda: alt["annotators"],
     }
     for name, step in steps.items():
         if progress:
@@ -252,13 +248,34 @@ def write_csvs(tables: dict[str, pd.DataFrame], out: Path,
     return written
 
 
-def write_report(tables: dict[str, pd.DataFrame], out: Path, *, title: str) -> list[Path]:
-    """Write ``<name>.csv`` for every table and a standalone ``report.html``."""
+def write_report(tables: dict[str, pd.DataFrame], out: Path, *, title: str,
+                 study: StudyData | None = None) -> list[Path]:
+    """Write ``<name>.csv`` for every table and a standalone ``report.html`` (with the
+    Bland-Altman plots when ``study`` is given)."""
     written = write_csvs(tables, out)
     path = out / "report.html"
-    path.write_text(report_html(tables, title=title), encoding="utf-8")
+    extra = bland_altman_figures(study) if study is not None else []
+    path.write_text(report_html(tables, title=title, extra_figures=extra), encoding="utf-8")
     written.append(path)
     return written
+
+
+def bland_altman_figures(study: StudyData) -> list[tuple[str, object]]:
+    """A Bland-Altman plot per judge on the humans' scale, for the criteria ``average``
+    (or the only criterion), as report.html shows them."""
+    from annotation.judge_bias import bland_altman_figure, bland_altman_pairs
+
+    pairs = bland_altman_pairs(study)
+    if pairs.empty:
+        return []
+    criterion = AVERAGE if AVERAGE in set(pairs.criterion) else str(pairs.criterion.iloc[0])
+    out = []
+    for judge in dict.fromkeys(pairs.judge[pairs.criterion == criterion]):
+        fig = bland_altman_figure(pairs, str(judge), criterion)
+        if fig is not None:
+            out.append((f"Bland-Altman: {judge} against the human mean ({criterion}): "
+                        "difference by mean, limits of agreement with 95% intervals", fig))
+    return out
 
 
 def _html_table(table: pd.DataFrame) -> str:

@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotation import analytics, render, report_figures
+from annotation import analytics, judge_bias, render, report_figures
 from annotation.app_state import open_store
 from annotation.ratings import AVERAGE
 from annotation.report import ReportOptions, build_report
@@ -203,8 +203,8 @@ with tab_checklist:
                         key="an_trace_unit",
                         format_func={"output x operator": "operator scores (as the paper)",
                                      "case": "case scores"}.get)
-        show(trace_csv, "trace_table", "trace", display=analytics.trace_view(trace_csv,
-                                                                             unit=unit))
+        show(trace_csv, "trace_table", "trace",
+             display=analytics.ci_text(analytics.trace_view(trace_csv, unit=unit)))
         st.caption("Pearson, Spearman and MAE between the judge's and the humans' operator "
                    "scores (0-1; pooled over the (output, operator) pairs, or the case score "
                    "per output); Agreement: share of yes/no decisions equal to the human "
@@ -251,11 +251,31 @@ with tab_reliability:
     if reliability.empty:
         st.info("Reliability needs at least two annotators on the same outputs.")
     else:
-        show(reliability, "reliability", "reliability")
+        show(reliability, "reliability", "reliability",
+             first=["criterion", "group", "n_items", "n_annotators", "alpha_interval",
+                    "alpha_nominal", "alpha_lo", "alpha_hi", "ci_level", "prevalence_yes",
+                    "pct_agreement", "ac1", "icc_a1", "icc_ak", "judge_ceiling", "note"])
     st.caption("Krippendorff's alpha at the interval, ordinal and nominal levels, with the "
-               "bootstrap interval at the criterion's own level (ci_level). Krippendorff's "
-               "guideline: alpha ≥ .800 for reliable data; .667 ≤ alpha < .800 only for "
-               "tentative conclusions; below .667, do not rely on the labels.")
+               "bootstrap interval (resampling outputs) at the criterion's own level "
+               "(ci_level), the yes prevalence beside it for the checklist, AC1 on the "
+               "criterion's own categories, ICC(A,1)/ICC(A,k) (Henderson III variance "
+               "components where the design is incomplete) and judge_ceiling = "
+               "sqrt(ICC(A,k)), the best correlation any judge can reach with the human "
+               "mean. Krippendorff's guideline: alpha ≥ .800 for reliable data; .667 ≤ "
+               "alpha < .800 only for tentative conclusions; below .667, do not rely on the "
+               "labels.")
+    st.subheader("Annotators", anchor=False)
+    annotators = tables["annotators"]
+    if annotators.empty:
+        st.caption("No annotator has answered yet.")
+    else:
+        show(annotators, "annotators", "annotators",
+             first=["annotator", "flags", "n_items", "checklist_agreement",
+                    "checklist_kappa", "median_active_seconds", "cant_tell_share"])
+    st.caption("Each annotator against the others: r_<criterion> is the correlation with "
+               "the mean of the other annotators, checklist agreement and kappa are against "
+               "the majority of the others. flags: low_correlation, low_kappa, fast (under a "
+               "third of the typical active time), many_cant_tell, straight_lining.")
 
 # ------------------------------------------------------------------------- judges compared
 with tab_compare:
@@ -284,7 +304,27 @@ with tab_compare:
     show(tables["alt_test"], "alt_test", "alt_test")
     st.caption("Calderon, Reichart & Dror (ACL 2025): can the judge replace an annotator? "
                "passed: the judge wins against enough annotators (negative RMSE on "
-               "ratings, accuracy on the checklist). Needs at least 3 annotators per item.")
+               "ratings, on ranks for a judge on its own scale; accuracy on the checklist's "
+               "gated decisions). Needs at least 3 annotators with 30 items each.")
+    with st.expander("Per annotator (alt_test_annotators.csv)"):
+        show(tables["alt_test_annotators"], "alt_test_annotators", "alt_test_annotators")
+    st.subheader("Limits of agreement (Bland-Altman)", anchor=False)
+    show(tables["bland_altman"], "bland_altman", "bland_altman",
+         first=["judge", "criterion", "n_items", "mean_diff", "loa_lo", "loa_hi", "slope",
+                "slope_p"])
+    st.caption("Judge minus human mean on the humans' scale: the mean difference (bias), "
+               "the limits within which 95% of differences fall (mean ± 1.96 SD, with exact "
+               "intervals, Carkeet 2015) and the proportional-bias slope of the difference "
+               "on the mean.")
+    ba = tables["bland_altman"]
+    if not ba.empty:
+        pick_ba = st.columns(2)
+        ba_judge = pick_ba[0].selectbox("Judge", list(dict.fromkeys(ba.judge)),
+                                        key="an_ba_judge")
+        ba_criterion = pick_ba[1].selectbox(
+            "Criterion", list(dict.fromkeys(ba.criterion[ba.judge == ba_judge])),
+            key="an_ba_criterion", format_func=lambda c: labels.get(c, c))
+        chart(judge_bias.bland_altman_figure(study, ba_judge, ba_criterion), "bland_altman")
 
 # ------------------------------------------------------------------------- drill-down
 with tab_items:

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from annotation.stats import alt_test as alt_test_module
-from annotation.stats.alt_test import alignment, alt_test
+from annotation.stats.alt_test import alignment, alt_test, normalized_ranks
 
 VECTORS = Path(__file__).resolve().parents[2] / "shared" / "stats" / "test_vectors.json"
 
@@ -225,3 +225,73 @@ def test_fast_path_matches_callable_path(seed: int, scoring: str, values: str,
     same = ["n_items", "n_annotators", "n_skipped", "winning_rate", "advantage_prob", "passed"]
     pd.testing.assert_frame_equal(fast.summary[same], slow.summary[same], check_exact=True)
     assert fast.summary["scoring"].iloc[0] == scoring
+
+
+# ------------------------------------------------ cant_tell, None and NaN are no label
+
+
+def test_cant_tell_none_and_nan_are_missing(vec: dict) -> None:
+    """A "cant_tell" (any case), None or NaN is no label, for the humans and the judge: the
+    test equals the test on the same data with those rows removed (before the fix, each
+    "cant_tell" counted as a label that agreed with every other "cant_tell")."""
+    long = _long(vec["humans"]).astype({"value": object})
+    judge = pd.Series(vec["judge"], dtype=object)
+    rng = np.random.default_rng(11)
+    gaps = rng.choice(len(long), 8, replace=False)
+    tokens = ["cant_tell", " Cant_Tell ", None, np.nan]
+    for k, row in enumerate(gaps):
+        long.loc[row, "value"] = tokens[k % len(tokens)]
+    judge.iloc[[2, 5, 9]] = "cant_tell"
+    res = alt_test(long, judge, epsilon=0.1)
+    assert res.annotators["tested"].all()
+    kept = long[~long["value"].isin(["cant_tell", " Cant_Tell "]) & long["value"].notna()]
+    ref = alt_test(kept.astype({"value": int}), judge.drop([2, 5, 9]).astype(int), epsilon=0.1)
+    pd.testing.assert_frame_equal(res.annotators, ref.annotators)
+    pd.testing.assert_frame_equal(res.summary, ref.summary)
+    # and against the dict-based re-derivation on the kept labels
+    humans = {h: dict(zip(g["item"], g["value"], strict=True))
+              for h, g in kept.astype({"value": int}).groupby("annotator")}
+    judged = {i: v for i, v in enumerate(vec["judge"]) if i not in (2, 5, 9)}
+    wr, rho, pvals = _reference(humans, judged, 0.1, 0.05,
+                                lambda p, rest: float(np.mean([p == r for r in rest])))
+    np.testing.assert_allclose(res.annotators["p"], pvals, rtol=1e-12)
+    assert res.winning_rate == wr and res.advantage_prob == pytest.approx(rho, abs=1e-15)
+    # a human's two rows for one item, one of them cant_tell, are one label (no error)
+    twice = pd.concat([long, long.iloc[[0]].assign(value="cant_tell")])
+    assert alt_test(twice.iloc[::-1], judge, epsilon=0.1).summary.equals(res.summary)
+
+
+def test_cant_tell_rows_on_a_numeric_column_of_ratings() -> None:
+    """Ratings stored as objects with "cant_tell" in between run on the numbers only."""
+    rng = np.random.default_rng(3)
+    rows = [(i, f"a{a}", float(rng.integers(1, 11))) for i in range(40) for a in range(3)]
+    long = pd.DataFrame(rows, columns=["item", "annotator", "value"]).astype({"value": object})
+    long.loc[[1, 7, 50], "value"] = "cant_tell"
+    judge = pd.Series(rng.integers(1, 11, 40).astype(float))
+    res = alt_test(long, judge, scoring="neg_rmse")
+    ref = alt_test(long.drop([1, 7, 50]).astype({"value": float}), judge, scoring="neg_rmse")
+    pd.testing.assert_frame_equal(res.annotators, ref.annotators)
+
+
+# ------------------------------------------------------------------ normalized ranks
+
+
+def test_normalized_ranks_by_hand() -> None:
+    """Mid-ranks per rater over the items the test keeps, as (rank - 0.5) / n."""
+    humans = pd.DataFrame({
+        "item": [1, 2, 3, 4, 1, 2, 3, 4, 5, 5],
+        "annotator": ["a"] * 4 + ["b"] * 4 + ["a", "c"],
+        "value": [3, 7, 7, 1, 10, 2, 5, "cant_tell", 4, 6],
+    })  # fmt: skip
+    judge = pd.Series({1: 0.9, 2: 0.1, 3: 0.5, 4: 0.5, 5: 0.2, 6: 0.7})
+    h, j = normalized_ranks(humans, judge)
+    # item 4: b said cant_tell, a alone -> dropped; item 5: a and c; item 6: nobody
+    assert sorted(j.index) == [1, 2, 3, 5]
+    # judge over items 1, 2, 3, 5: values .9 .1 .5 .2 -> ranks 4 1 3 2
+    assert j.to_dict() == {1: 3.5 / 4, 2: 0.5 / 4, 3: 2.5 / 4, 5: 1.5 / 4}
+    a = h[h.annotator == "a"].set_index("item")["value"].to_dict()
+    # a over items 1, 2, 3, 5: 3 7 7 4 -> ranks 1, 3.5, 3.5, 2
+    assert a == {1: 0.5 / 4, 2: 3.0 / 4, 3: 3.0 / 4, 5: 1.5 / 4}
+    b = h[h.annotator == "b"].set_index("item")["value"].to_dict()
+    assert b == {1: 2.5 / 3, 2: 0.5 / 3, 3: 1.5 / 3}
+    assert h[h.annotator == "c"]["value"].tolist() == [0.5]

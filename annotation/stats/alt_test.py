@@ -25,6 +25,14 @@ Procedure (leave one annotator out):
 
 With fewer than 3 annotators the test means little (paper, FAQ). A judge that outputs the
 human majority gets rho = 1: ensembles are favoured by construction.
+
+Missing values: None, NaN, ``pd.NA`` and ``"cant_tell"`` (any case, surrounding blanks
+ignored; :data:`annotation.stats.agreement.MISSING_TOKENS`) are no label, for the humans
+and for the judge alike, so an "I can't tell" never counts as agreeing with another one.
+
+Judges on another scale: :func:`normalized_ranks` puts the judge and every annotator on
+normalized mid-ranks first (the authors suggest rank-based alignment where the scales
+differ), so that negative RMSE never compares a 0-1 score with a 1-10 rating.
 """
 
 from __future__ import annotations
@@ -38,9 +46,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from annotation.stats.agreement import MISSING_TOKENS
 from annotation.stats.comparison import adjust_pvalues
 
-__all__ = ["AltTestResult", "alignment", "alt_test"]
+__all__ = ["AltTestResult", "alignment", "alt_test", "is_missing", "normalized_ranks"]
 
 Scoring = str | Callable[[Any, np.ndarray], float]
 
@@ -110,6 +119,17 @@ class AltTestResult:
         return bool(self.summary["passed"].iloc[0])
 
 
+def is_missing(values: pd.Series) -> np.ndarray:
+    """True where a value is no label: None, NaN, ``pd.NA`` or ``"cant_tell"`` (any case,
+    blanks around it ignored; :data:`annotation.stats.agreement.MISSING_TOKENS`)."""
+    missing = values.isna().to_numpy(bool)
+    if values.dtype.kind in "biufcmM":  # numbers and dates are never "cant_tell"
+        return missing
+    token = np.array([isinstance(v, str) and v.strip().lower() in MISSING_TOKENS
+                      for v in values.to_numpy(dtype=object)], dtype=bool)
+    return missing | token
+
+
 def _judge_series(judge: pd.Series | pd.DataFrame, item_col: str, value_col: str) -> pd.Series:
     if isinstance(judge, pd.DataFrame):
         missing = [c for c in (item_col, value_col) if c not in judge.columns]
@@ -120,7 +140,7 @@ def _judge_series(judge: pd.Series | pd.DataFrame, item_col: str, value_col: str
         judge = judge.set_index(item_col)[value_col]
     elif judge.index.duplicated().any():
         raise ValueError("judge has several values for one item")
-    return judge[judge.notna()]
+    return judge[~is_missing(judge)]
 
 
 def _scoring_name(scoring: Scoring) -> str:
@@ -234,7 +254,9 @@ def alt_test(
     Parameters
     ----------
     humans: long table, one row per (item, annotator) with the annotator's ``value``.
-        Missing values are dropped; two values from one annotator for one item are an error.
+        Missing values (None, NaN, ``pd.NA``, ``"cant_tell"``: :func:`is_missing`) are
+        dropped, for the judge too; two values from one annotator for one item are an
+        error (checked after dropping the missing ones).
     judge: the judge's value per item, a Series indexed by item or a DataFrame with
         ``item_col`` and ``value_col``.
     epsilon: cost-benefit margin (0.2 experts, 0.15 skilled, 0.1 crowd).
@@ -256,7 +278,7 @@ def alt_test(
         if c not in humans.columns:
             raise KeyError(f"humans lacks column {c!r}")
     h = humans[[item_col, annotator_col, value_col]]
-    h = h[h[value_col].notna()]
+    h = h[~is_missing(h[value_col])]
     if h.duplicated([item_col, annotator_col]).any():
         raise ValueError("humans has several values for one (item, annotator)")
     jv = _judge_series(judge, item_col, value_col)
@@ -354,3 +376,60 @@ def alt_test(
         ]
     )
     return AltTestResult(annotators=table, summary=summary)
+
+
+def normalized_ranks(
+    humans: pd.DataFrame,
+    judge: pd.Series | pd.DataFrame,
+    *,
+    min_humans_per_item: int = 2,
+    item_col: str = "item",
+    annotator_col: str = "annotator",
+    value_col: str = "value",
+) -> tuple[pd.DataFrame, pd.Series]:
+    """The judge's and each annotator's scores as normalized mid-ranks, for an alt-test of a
+    judge that scores on another scale than the humans.
+
+    Calderon, Reichart & Dror (2025, ACL), "The Alternative Annotator Test for LLM-as-a-Judge",
+    suggest a rank-based alignment where the judge's and the humans' scales differ; this is
+    the transformation used, exactly:
+
+    1. The items used are those :func:`alt_test` keeps with the same ``min_humans_per_item``:
+       scored by the judge and by at least that many annotators (missing values, see
+       :func:`is_missing`, dropped first).
+    2. Each rater separately (the judge, and every annotator), over *its own* scores on those
+       items: mid-ranks (ties share the average of the ranks they span, 1 = lowest), then
+       ``(rank - 0.5) / n`` with n the rater's number of scores there. Every rater's values
+       lie in (0, 1) and average exactly 0.5 (ties included), whatever n.
+    3. :func:`alt_test` is then run on these values (negative RMSE of ranks).
+
+    Limits: ranks keep the order and drop the level and the spacing, so a judge that is any
+    increasing function of the humans aligns perfectly: the test then says the judge *orders*
+    items like a human, not that its numbers can stand for human scores. When annotators rated
+    different item sets, each annotator's ranks are relative to their own items: ranks of
+    raters who agree perfectly differ when their sets differ systematically (one rated only
+    the hard items), and differ by sampling noise of order 1/sqrt(n) when items were assigned
+    at random; an annotator with few items (not tested, but an "other" for the rest) has
+    coarse ranks. Coarse scales give many ties, whose shared mid-rank a continuous judge
+    cannot match exactly.
+
+    Returns ``humans`` (only the used rows, ``value_col`` replaced by the normalized rank)
+    and the judge's normalized ranks indexed by item (only the used items).
+    """
+    for c in (item_col, annotator_col, value_col):
+        if c not in humans.columns:
+            raise KeyError(f"humans lacks column {c!r}")
+    h = humans[[item_col, annotator_col, value_col]]
+    h = h[~is_missing(h[value_col])]
+    jv = _judge_series(judge, item_col, value_col)
+    per_item = h.groupby(item_col, sort=False)[annotator_col].transform("size")
+    h = h[(per_item >= min_humans_per_item) & h[item_col].isin(jv.index)]
+    jv = jv[jv.index.isin(h[item_col])].astype(float)
+
+    def hazen(x: pd.Series) -> pd.Series:
+        return (x.rank(method="average") - 0.5) / len(x)
+
+    ranked = h.assign(**{value_col: h[value_col].astype(float)})
+    ranked[value_col] = ranked.groupby(annotator_col, sort=False, dropna=False)[value_col] \
+        .transform(hazen)
+    return ranked.reset_index(drop=True), hazen(jv)

@@ -8,11 +8,14 @@ packages and the transpose of the ``krippendorff`` package's, which this module 
 * :func:`krippendorff_alpha`: Krippendorff's alpha at any level, via the ``krippendorff``
   package; NaN (not an exception) where there is no variation or no pairable unit.
 * :func:`alpha_bootstrap`: the same with a percentile interval from a bootstrap over
-  units, computed with vectorized coincidence matrices (checked against the package).
+  units or over clusters of units (all questions of one output), computed with vectorized
+  coincidence matrices (checked against the package).
 * :func:`multirater_agreement`: raw pairwise agreement, Gwet's AC1, Fleiss/Conger-style
   kappa with missing data, free-marginal kappa (irrCAC's definitions).
 * :func:`fleiss_kappa` on a subjects x categories count matrix; :func:`category_counts`.
 * :func:`icc`: the six Shrout & Fleiss / McGraw & Wong ICCs with F tests and intervals.
+* :func:`icc_variance_components`: ICC(A,1) and ICC(A,k) for incomplete designs from
+  Henderson's Method III variance components, with a cluster-bootstrap interval.
 * :func:`alpha_table`: everything above for one long-format table, as one tidy row.
 """
 
@@ -30,16 +33,21 @@ import pandas as pd
 from scipy import sparse, stats
 
 __all__ = [
+    "ICC_COMPLETE",
+    "ICC_INCOMPLETE",
     "LEVELS",
+    "MIN_BOOT_CLUSTERS",
     "MISSING_TOKENS",
     "AlphaEstimate",
     "FleissKappa",
+    "IccEstimate",
     "MultiRaterAgreement",
     "alpha_bootstrap",
     "alpha_table",
     "category_counts",
     "fleiss_kappa",
     "icc",
+    "icc_variance_components",
     "krippendorff_alpha",
     "multirater_agreement",
 ]
@@ -48,6 +56,11 @@ Level = Literal["nominal", "ordinal", "interval", "ratio"]
 LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
 MISSING_TOKENS: frozenset[str] = frozenset({"cant_tell"})
 """String answers treated as missing (compared after stripping and lower-casing)."""
+
+MIN_BOOT_CLUSTERS = 10
+"""Fewest clusters (outputs) a bootstrap interval is computed from; fewer give NaN bounds."""
+ICC_COMPLETE = "two-way ANOVA, complete design (McGraw & Wong 1996)"
+ICC_INCOMPLETE = "Henderson III variance components, incomplete design"
 
 _BOOT_CHUNK_CELLS = 4_000_000  # cells per block of bootstrap replicates (bounds memory)
 _PACKAGE_MAX_CELLS = 20_000_000  # units x values^2 above which the package would need GBs
@@ -276,7 +289,7 @@ def _alpha_from_coincidences(
 
 @dataclass(frozen=True)
 class AlphaEstimate:
-    """Krippendorff's alpha with D_o, D_e and a percentile bootstrap interval over units."""
+    """Krippendorff's alpha with D_o, D_e and a percentile bootstrap interval over clusters."""
 
     level: str
     alpha: float  # krippendorff package
@@ -286,8 +299,24 @@ class AlphaEstimate:
     hi: float
     n_units: int  # units with >= 2 values (pairable)
     n_values: int  # pairable values
-    n_boot: int  # bootstrap replicates with a defined alpha
+    n_boot: int  # bootstrap replicates with a defined alpha (0 when no interval)
     conf: float
+    n_clusters: int = 0  # clusters with a pairable unit (= n_units without clusters)
+
+
+def _cluster_codes(clusters: Sequence[Hashable], n: int) -> np.ndarray:
+    """Integer codes 0..C-1 of one cluster label per unit, in order of first appearance."""
+    labels = np.empty(len(clusters), dtype=object)
+    labels[:] = list(clusters)
+    if labels.size != n:
+        raise ValueError(f"need one cluster label per unit: {labels.size} labels, {n} units")
+    codes, _ = pd.factorize(labels, use_na_sentinel=False)
+    return codes.astype(np.int64)
+
+
+def _percentile(boot: np.ndarray, conf: float) -> tuple[float, float]:
+    lo, hi = np.quantile(boot, [(1 - conf) / 2, (1 + conf) / 2])
+    return float(lo), float(hi)
 
 
 def alpha_bootstrap(
@@ -298,16 +327,30 @@ def alpha_bootstrap(
     seed: int = 0,
     conf: float = 0.95,
     value_domain: Sequence[Any] | None = None,
+    clusters: Sequence[Hashable] | None = None,
+    min_clusters: int = MIN_BOOT_CLUSTERS,
 ) -> AlphaEstimate:
-    """Krippendorff's alpha with a percentile bootstrap interval, resampling units.
+    """Krippendorff's alpha with a percentile bootstrap interval, resampling clusters of units.
 
-    Units (items) are drawn with replacement, keeping all of a unit's values together
-    (the cluster bootstrap of METHODS.md; not Hayes & Krippendorff's 2007 bootstrap of
-    pairable values). A replicate's coincidence matrix is the count-weighted sum of the
-    per-unit coincidence matrices, so all replicates are one matrix product (Efron &
-    Tibshirani 1993, ch. 13 percentile interval). Replicates where alpha is undefined are
-    left out (``n_boot`` reports the ones used). Per-unit matrices are sparse, replicates
-    are evaluated in blocks: cost grows with n_boot x values^2, not with units x values^2.
+    ``clusters`` gives one label per unit (row of ``data``), e.g. the output of a
+    (output, question) unit; ``None`` makes each unit its own cluster. A replicate draws
+    the clusters that hold a pairable unit with replacement and keeps every unit of a drawn
+    cluster together (the cluster bootstrap: Davison & Hinkley 1997,
+    Bootstrap Methods and their Application, sec. 3.8; not Hayes & Krippendorff's 2007
+    bootstrap of pairable values). Resampling units independently when a cluster's units
+    are correlated (the questions of one image) gives too narrow an interval.
+
+    A replicate's coincidence matrix is the count-weighted sum of the per-unit coincidence
+    matrices, so the per-unit rows are first summed by cluster and all replicates are one
+    matrix product (Efron & Tibshirani 1993, An Introduction to the Bootstrap, ch. 13,
+    percentile interval). Replicates where alpha is undefined are left out (``n_boot``
+    reports the ones used). Per-cluster matrices are sparse, replicates are evaluated in
+    blocks: cost grows with n_boot x values^2, not with units x values^2. With each unit
+    its own cluster the draws are exactly those of ``clusters=None``.
+
+    No interval (NaN bounds, ``n_boot`` 0) from fewer than ``min_clusters`` clusters with
+    a pairable unit: a percentile interval from a handful of clusters is not worth
+    printing.
 
     Caveat: the ordinal metric depends on the marginal counts, which resampling makes
     lumpier; with many sparsely used values (a 0-100 slider) ordinal replicates are biased
@@ -317,26 +360,39 @@ def alpha_bootstrap(
     co = _coincidences(x, domain)
     point = _alpha_value(x, co, level)
     n_units, n_dom = co.n_units, len(domain)
+    if clusters is None:
+        per_cluster = co.rows
+    else:
+        codes = _cluster_codes(clusters, x.shape[0])
+        pairable = (~np.isnan(x)).sum(axis=1) >= 2  # the rows of co.rows, in order
+        codes, _ = pd.factorize(codes[pairable])
+        group = sparse.csr_matrix(
+            (np.ones(codes.size), (codes, np.arange(codes.size))),
+            shape=(int(codes.max(initial=-1)) + 1, codes.size),
+        )
+        per_cluster = (group @ co.rows).tocsr()
+    n_clusters = int(per_cluster.shape[0])
     lo = hi = d_o = d_e = math.nan
     used = 0
     if n_units:
         d_o, d_e = (float(a[0]) for a in _alpha_from_coincidences(co.total(), domain, level)[1:])
-    if n_boot > 0 and n_units > 0 and math.isfinite(point):
+    if n_boot > 0 and n_clusters >= max(1, min_clusters) and math.isfinite(point):
         rng = np.random.default_rng(seed)
-        chunk = max(1, _BOOT_CHUNK_CELLS // max(n_units, 3 * n_dom * n_dom))
-        per_unit_t = co.rows.T.tocsr()  # V^2 x units
+        chunk = max(1, _BOOT_CHUNK_CELLS // max(n_clusters, 3 * n_dom * n_dom))
+        per_cluster_t = per_cluster.T.tocsr()  # V^2 x clusters
         reps = []
         for start in range(0, n_boot, chunk):
             b = min(chunk, n_boot - start)
-            weights = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=b)
-            o = np.asarray(per_unit_t @ weights.T.astype(float)).T.reshape(b, n_dom, n_dom)
+            weights = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=b)
+            o = np.asarray(per_cluster_t @ weights.T.astype(float)).T.reshape(b, n_dom, n_dom)
             reps.append(_alpha_from_coincidences(o, domain, level)[0])
         boot = np.concatenate(reps)
         boot = boot[np.isfinite(boot)]
         used = int(boot.size)
         if used:
-            lo, hi = (float(q) for q in np.quantile(boot, [(1 - conf) / 2, (1 + conf) / 2]))
-    return AlphaEstimate(level, point, d_o, d_e, lo, hi, n_units, co.n_values, used, conf)
+            lo, hi = _percentile(boot, conf)
+    return AlphaEstimate(level, point, d_o, d_e, lo, hi, n_units, co.n_values, used, conf,
+                         n_clusters)
 
 
 # --------------------------------------------------------------------------- kappa family
@@ -565,6 +621,256 @@ def icc(data: Any, *, conf: float = 0.95) -> pd.DataFrame:
     return out
 
 
+@dataclass(frozen=True)
+class IccEstimate:
+    """ICC(A,1) and ICC(A,k) from variance components, with a percentile bootstrap interval.
+
+    ``var_*`` are the Henderson III estimates (truncated at 0 when ``truncated``); ``k`` is
+    the harmonic mean number of ratings per item used for ICC(A,k); ``note`` says why a
+    value is NaN ("" when nothing to say).
+    """
+
+    icc_a1: float
+    icc_ak: float
+    k: float
+    var_item: float
+    var_rater: float
+    var_error: float
+    a1_lo: float
+    a1_hi: float
+    ak_lo: float
+    ak_hi: float
+    n_items: int  # items with >= 1 rating
+    n_raters: int  # raters with >= 1 rating
+    n_ratings: int
+    n_components: int  # connected components of the item-rater design
+    df_error: float
+    n_clusters: int
+    n_boot: int  # bootstrap replicates with a defined ICC (0 when no interval)
+    conf: float
+    truncated: bool
+    note: str
+
+
+@dataclass(frozen=True)
+class _Design:
+    """Per-item sufficient statistics of a 0/1 items x raters design (ratings centered)."""
+
+    n: np.ndarray  # I: ratings per item
+    ss_within: np.ndarray  # I: sum over the item's ratings of (y - item mean)^2
+    z: np.ndarray  # I x J: 1 where the rater rated the item
+    y: np.ndarray  # I x J: centered rating, 0 where missing
+    y2: np.ndarray  # I x J: its square
+    q: np.ndarray  # I x J: rating minus the item mean, 0 where missing
+    pairs_t: sparse.csr_matrix  # J^2 x I: 1 / n_i at (j, k) for raters j, k of item i
+
+
+def _design(x: np.ndarray) -> _Design:
+    """The :class:`_Design` of a float units x raters matrix (NaN = missing)."""
+    z = (~np.isnan(x)).astype(float)
+    x, z = x[z.sum(axis=1) > 0], z[z.sum(axis=1) > 0]
+    n_items, n_raters = z.shape
+    y = np.where(z > 0, x - (np.nanmean(x) if x.size else 0.0), 0.0)
+    n = z.sum(axis=1)
+    mean = y.sum(axis=1) / np.where(n > 0, n, 1)
+    q = np.where(z > 0, y - mean[:, None], 0.0)
+    items, raters = np.nonzero(z)
+    size = np.bincount(items, minlength=n_items)
+    # all ordered pairs (j, k) of raters of one item, j == k included
+    left = np.repeat(np.arange(items.size), size[items])
+    first = np.cumsum(size) - size
+    block = np.repeat(np.cumsum(size[items]) - size[items], size[items])
+    right = first[items[left]] + (np.arange(left.size) - block)
+    pairs_t = sparse.csr_matrix(
+        (1.0 / n[items[left]], (raters[left] * n_raters + raters[right], items[left])),
+        shape=(n_raters * n_raters, n_items),
+    )
+    return _Design(n, (q**2).sum(axis=1), z, y, y**2, q, pairs_t)
+
+
+def _rater_reduction(c: np.ndarray, q: np.ndarray,
+                     n_j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``q' C^+ q`` and ``rank(C)`` for a stack of rater information matrices (B x J x J).
+
+    The rank comes from the eigenvalues. q is orthogonal to the null space of C (the
+    indicators of the connected components, and of absent raters), so for a connected
+    design ``q' C^+ q = q' M^-1 q`` with the positive definite ``M = C + s u u' / J_b +
+    s diag(absent)`` (u = present raters): one batched solve. Disconnected replicates
+    (rare unless the whole design is) take the eigen-decomposition instead.
+    """
+    present = n_j > 0
+    n_present = present.sum(axis=1)
+    lam = np.linalg.eigvalsh(c)
+    tol = 1e-9 * np.maximum(1.0, lam.max(axis=1, initial=0.0))[:, None]
+    rank = (lam > tol).sum(axis=1)
+    out = np.zeros(c.shape[0])
+    connected = (rank == n_present - 1) & (n_present >= 1)
+    if connected.any():
+        u = present[connected].astype(float)
+        scale = (n_j[connected].sum(axis=1) / n_present[connected])[:, None, None]
+        m = (c[connected] + scale * u[:, :, None] * u[:, None, :] / n_present[connected, None, None]
+             + scale * np.eye(c.shape[1]) * (1.0 - u)[:, None, :])
+        qc = q[connected]
+        out[connected] = (qc * np.linalg.solve(m, qc[:, :, None])[:, :, 0]).sum(axis=1)
+    rest = ~connected
+    if rest.any():
+        lam_r, vec = np.linalg.eigh(c[rest])
+        keep = lam_r > tol[rest]
+        proj = np.einsum("bjk,bj->bk", vec, q[rest])
+        out[rest] = np.where(keep, proj**2 / np.where(keep, lam_r, 1.0), 0.0).sum(axis=1)
+    return out, rank.astype(float)
+
+
+def _henderson(d: _Design, w: np.ndarray, truncate: bool) -> dict[str, np.ndarray]:
+    """Henderson III variance components for B weightings ``w`` (B x I) of the items.
+
+    A weight is the number of copies of an item (a bootstrap draw): each copy is an item of
+    its own, so the design stays 0/1. Every quantity is a weighted sum over items except
+    the rater reduction ``R(rater | mu, item) = q' C^+ q``, with the rater information
+    matrix ``C = diag(n_j) - sum_i w_i z_i z_i' / n_i`` and the item-centered rater totals
+    ``q`` (the absorption of items; Searle, Casella & McCulloch 1992, Variance Components,
+    ch. 5); ``rank(C) = J - c`` for c connected components, from the
+    eigenvalues of C (:func:`_rater_reduction`).
+    """
+    n_raters_all = d.z.shape[1]
+    n_items = w.sum(axis=1)
+    n_obs = w @ d.n
+    n_j = w @ d.z
+    raters = (n_j > 0).sum(axis=1).astype(float)
+    sse_items = w @ d.ss_within
+    c = -np.asarray(d.pairs_t @ w.T).T.reshape(-1, n_raters_all, n_raters_all)
+    diag = np.arange(n_raters_all)
+    c[:, diag, diag] += n_j
+    q = w @ d.q
+    r_rater, rank_c = _rater_reduction(c, q, n_j)
+    s1, s2 = w @ d.y, w @ d.y2
+    sse_raters = (s2 - np.divide(s1**2, n_j, out=np.zeros_like(s1), where=n_j > 0)).sum(axis=1)
+    sse_full = np.maximum(sse_items - r_rater, 0.0)
+    r_item = np.maximum(sse_raters - sse_full, 0.0)
+    components = raters - rank_c
+    df_e = n_obs - n_items - rank_c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_e = np.where(df_e > 0, sse_full / df_e, np.nan)
+        s_r = np.where(n_obs > n_items, (r_rater - rank_c * s_e) / (n_obs - n_items), np.nan)
+        s_i = np.where(
+            n_obs > raters, (r_item - (n_items - components) * s_e) / (n_obs - raters), np.nan
+        )
+        if truncate:
+            s_r, s_i = np.maximum(s_r, 0.0), np.maximum(s_i, 0.0)
+        k = n_items / (w @ (1.0 / d.n))
+        total = s_i + s_r + s_e
+        ok = (raters >= 2) & (total > 0)
+        a1 = np.where(ok, s_i / total, np.nan)
+        ak = np.where(ok, s_i / (s_i + (s_r + s_e) / k), np.nan)
+    return {"icc_a1": a1, "icc_ak": ak, "k": k, "var_item": s_i, "var_rater": s_r,
+            "var_error": s_e, "df_error": df_e, "components": components, "raters": raters,
+            "n_obs": n_obs, "n_items": n_items}
+
+
+def icc_variance_components(
+    data: Any,
+    *,
+    n_boot: int = 0,
+    seed: int = 0,
+    conf: float = 0.95,
+    clusters: Sequence[Hashable] | None = None,
+    truncate: bool = True,
+    min_clusters: int = MIN_BOOT_CLUSTERS,
+    cluster_noun: str = "clusters",
+) -> IccEstimate:
+    """ICC(A,1) and ICC(A,k) of a possibly incomplete units x raters design.
+
+    Model: two-way crossed random effects without interaction, ``y = mu + item + rater +
+    e`` (McGraw & Wong 1996, Psychol. Methods 1:30, case 2A), each rater rating an item at
+    most once. Variance components by Henderson's Method III, fitting constants (Henderson
+    1953, Biometrics 9:226; Searle, Casella & McCulloch 1992, Variance Components, ch. 5),
+    with I items, J raters, N ratings and c connected components of the design:
+
+    * ``s_e = SSE_full / (N - rank)``, ``rank = I + J - c``, SSE_full from the
+      least-squares fit of both factors (items absorbed, the rater equations solved
+      exactly through the eigen-decomposition of the rater information matrix; a
+      disconnected design only lowers the rank);
+    * ``R(rater | mu, item) = SSE(items only) - SSE_full``, expectation
+      ``(J - c) s_e + (N - I) s_r``;
+    * ``R(item | mu, rater) = SSE(raters only) - SSE_full``, expectation
+      ``(I - c) s_e + (N - J) s_i``;
+    * ``ICC(A,1) = s_i / (s_i + s_r + s_e)``; ``ICC(A,k) = s_i / (s_i + (s_r + s_e) / k)``
+      with k the **harmonic** mean number of ratings per item: the error variance of the
+      mean of item i's k_i ratings is (s_r + s_e) / k_i, whose average over items is
+      (s_r + s_e) / k for the harmonic mean k, so ICC(A,k) is the reliability of the item
+      means averaged over the items of this design (an item rated once counts too).
+
+    Negative estimates of s_i and s_r (Method III is unbiased, hence can be negative;
+    Searle et al. 1992, ch. 5) are truncated at 0 (``truncate=True``); without truncation
+    a complete design gives exactly McGraw & Wong's ICC(A,1)/ICC(A,k) of :func:`icc`.
+
+    Interval: percentile bootstrap of ``n_boot`` replicates drawing ``clusters`` (one
+    label per unit; default each unit its own) with replacement, a drawn unit becoming a
+    new item (Davison & Hinkley 1997, sec. 3.8); raters are not resampled, so the interval
+    leaves out the uncertainty of s_r from having only J raters. Seeded, vectorized;
+    NaN bounds from fewer than ``min_clusters`` clusters (``note`` then says so, calling
+    them ``cluster_noun``). Raises ``ValueError`` on non-numeric values.
+    """
+    obj = _as_object_matrix(data)
+    if not all(_is_number(v) for v in obj.ravel() if v is not None):
+        raise ValueError("ICC needs numeric ratings")
+    x = np.array([[math.nan if v is None else float(v) for v in row] for row in obj],
+                 dtype=float).reshape(obj.shape)
+    rated = (~np.isnan(x)).sum(axis=1) > 0
+    d = _design(x)
+    nan = math.nan
+    if (d.z.sum(axis=0) > 0).sum() < 2:
+        return IccEstimate(nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, int(d.n.size),
+                           int((d.z.sum(axis=0) > 0).sum()), int(d.n.sum()), 0, nan, 0, 0,
+                           conf, truncate, "fewer than 2 annotators")
+    point = {k: float(v[0]) for k, v in _henderson(d, np.ones((1, d.n.size)), truncate).items()}
+    notes = []
+    if point["raters"] < 2:
+        notes.append("fewer than 2 annotators")
+    elif point["n_obs"] <= point["n_items"]:
+        notes.append("no item rated by two annotators")
+    elif not point["df_error"] > 0:
+        notes.append("ICC: no residual degrees of freedom")
+    elif not math.isfinite(point["icc_a1"]):
+        notes.append("ICC undefined: no variance")
+    if clusters is None:
+        codes = np.arange(d.n.size)
+    else:
+        codes, _ = pd.factorize(_cluster_codes(clusters, x.shape[0])[rated])
+    n_clusters = int(codes.max(initial=-1)) + 1
+    lo_a1 = hi_a1 = lo_ak = hi_ak = math.nan
+    used = 0
+    if n_boot > 0 and math.isfinite(point["icc_a1"]):
+        if n_clusters < max(1, min_clusters):
+            notes.append(f"fewer than {min_clusters} {cluster_noun}: no bootstrap interval")
+        else:
+            rng = np.random.default_rng(seed)
+            n_r = d.z.shape[1]
+            chunk = max(1, _BOOT_CHUNK_CELLS // max(d.n.size, n_clusters, 3 * n_r * n_r))
+            a1s, aks = [], []
+            for start in range(0, n_boot, chunk):
+                b = min(chunk, n_boot - start)
+                wc = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=b)
+                rep = _henderson(d, wc[:, codes].astype(float), truncate)
+                a1s.append(rep["icc_a1"])
+                aks.append(rep["icc_ak"])
+            a1, ak = np.concatenate(a1s), np.concatenate(aks)
+            fine = np.isfinite(a1) & np.isfinite(ak)
+            used = int(fine.sum())
+            if used:
+                lo_a1, hi_a1 = _percentile(a1[fine], conf)
+                lo_ak, hi_ak = _percentile(ak[fine], conf)
+    return IccEstimate(
+        icc_a1=point["icc_a1"], icc_ak=point["icc_ak"], k=point["k"],
+        var_item=point["var_item"], var_rater=point["var_rater"],
+        var_error=point["var_error"], a1_lo=lo_a1, a1_hi=hi_a1, ak_lo=lo_ak, ak_hi=hi_ak,
+        n_items=int(d.n.size), n_raters=int(point["raters"]), n_ratings=int(point["n_obs"]),
+        n_components=int(round(point["components"])), df_error=point["df_error"],
+        n_clusters=n_clusters, n_boot=used, conf=conf, truncated=truncate,
+        note="; ".join(notes),
+    )
+
+
 # --------------------------------------------------------------------------- one row
 
 
@@ -589,6 +895,22 @@ def _wide(long_df: pd.DataFrame, item_col: str, rater_col: str, value_col: str) 
     )
 
 
+def _item_clusters(
+    long_df: pd.DataFrame, item_col: str, cluster_col: str, items: pd.Index
+) -> list[Hashable]:
+    """The cluster of each of ``items`` (one per item, else ``ValueError``)."""
+    if cluster_col not in long_df.columns:
+        raise KeyError(f"columns not found: [{cluster_col!r}]")
+    pairs = long_df[[item_col, cluster_col]].drop_duplicates()
+    split = pairs[pairs.duplicated(item_col, keep=False)]
+    if not split.empty:
+        raise ValueError(
+            f"item {split.iloc[0][item_col]!r} is in more than one {cluster_col!r}: "
+            "an item must belong to one cluster"
+        )
+    return list(pairs.set_index(item_col)[cluster_col].reindex(items))
+
+
 def alpha_table(
     long_df: pd.DataFrame,
     *,
@@ -601,25 +923,55 @@ def alpha_table(
     ci_level: Level = "interval",
     conf: float = 0.95,
     categories: Sequence[Hashable] | None = None,
+    cluster_col: str | None = None,
+    cluster_noun: str = "clusters",
+    continuous: bool = False,
+    min_clusters: int = MIN_BOOT_CLUSTERS,
 ) -> pd.DataFrame:
     """Reliability among annotators, one tidy row, from long data (one row per rating).
 
     Missing values and ``"cant_tell"`` are dropped first; two ratings of one item by one
-    rater raise ``ValueError``. Columns:
+    rater raise ``ValueError``. ``cluster_col`` names the cluster of each item (the output
+    of an (output, question) decision; each item in exactly one cluster): bootstrap
+    intervals then resample clusters, keeping all of a cluster's items together
+    (:func:`alpha_bootstrap`); without it each item is its own cluster. Columns, in order:
 
     * ``n_items`` (items with >= 1 rating), ``n_pairable_items`` (>= 2), ``n_annotators``,
       ``n_ratings``;
     * ``alpha_<level>`` for each of ``levels`` (:func:`krippendorff_alpha`) and
       ``alpha_lo``/``alpha_hi``, the percentile interval at ``ci_level`` from
-      :func:`alpha_bootstrap` with ``n_boot`` resamples of items (``ci_level`` column);
+      :func:`alpha_bootstrap` with ``n_boot`` resamples of clusters (``ci_level`` column);
+      NaN bounds from fewer than ``min_clusters`` clusters with a pairable item;
+    * ``n_boot``: the bootstrap replicates of the alpha interval actually used (those with
+      a defined alpha; 0 when there is no interval), not the number requested;
     * ``pct_agreement``: exact pairwise agreement among the raters of an item (share of
       agreeing rater pairs), averaged over items with >= 2 ratings, each item weighted
       equally; ``ac1``: Gwet's multi-rater AC1; both from :func:`multirater_agreement`,
-      on the values as nominal categories (``categories`` fixes q);
+      on the values as nominal categories. Gwet's q is the number of categories **of the
+      scale** (Gwet 2008, Br J Math Stat Psychol 61:29, eq. 18-19): pass them as
+      ``categories`` (e.g. 1..10, or ("yes", "no")); without it q is the number of
+      observed values, which understates AC1 when raters use part of the scale.
+      ``continuous=True`` (a slider without steps): AC1 is NaN, there are no categories;
     * ``fleiss_kappa``: Fleiss (1971) when every item has the same number (>= 2) of
       ratings, else NaN;
-    * ``icc_a1``/``icc_ak``: McGraw & Wong ICC(A,1)/ICC(A,k) (= Shrout & Fleiss ICC(2,1)/
-      ICC(2,k)) when the design is complete (every annotator rated every item), else NaN.
+    * ``icc_a1``/``icc_ak``: ICC(A,1)/ICC(A,k) (= Shrout & Fleiss ICC(2,1)/ICC(2,k)). A
+      complete design (every annotator rated every item) gives McGraw & Wong's two-way
+      ANOVA values of :func:`icc`; an incomplete one (new: these columns used to be NaN
+      there) the Henderson III variance components of :func:`icc_variance_components`,
+      negative components truncated at 0 and k = harmonic mean ratings per item;
+    * ``n_clusters``: clusters holding an item with >= 1 rating (= ``n_items`` without
+      ``cluster_col``);
+    * ``icc_method``: :data:`ICC_COMPLETE`, :data:`ICC_INCOMPLETE` or "" (no ICC);
+    * ``icc_a1_lo``/``icc_a1_hi``/``icc_ak_lo``/``icc_ak_hi``: complete designs McGraw &
+      Wong's F-based intervals (:func:`icc`), incomplete designs a percentile bootstrap
+      over clusters (``n_boot`` draws, ``seed``; no interval from fewer than
+      ``min_clusters`` clusters);
+    * ``judge_ceiling``: ``sqrt(ICC(A,k))``, the highest correlation any judge can reach
+      with the mean of these raters: a correlation with a measure of reliability r is at
+      most sqrt(r), the measure's correlation with its own true score (Spearman 1904,
+      "The proof and measurement of association between two things", Am J Psychol 15:72,
+      correction for attenuation); NaN when ICC(A,k) <= 0 or NaN;
+    * ``note``: why a statistic is NaN, reasons joined by "; " ("" when nothing to say).
 
     A statistic that does not apply to the values (interval alpha, ICC of yes/no
     strings) is NaN rather than an error.
@@ -629,25 +981,55 @@ def alpha_table(
     present = np.vectorize(lambda v: v is not None, otypes=[bool])(obj)
     per_item = present.sum(axis=1)
     numeric = all(_is_number(v) for v in obj[present])
+    pairable = per_item >= 2
+    notes: list[str] = []
+
+    def note(text: str) -> None:
+        if text and text not in notes:
+            notes.append(text)
+
     row: dict[str, Any] = {
         "n_items": int(wide.shape[0]),
-        "n_pairable_items": int((per_item >= 2).sum()),
+        "n_pairable_items": int(pairable.sum()),
         "n_annotators": int(wide.shape[1]),
         "n_ratings": int(present.sum()),
     }
+    if cluster_col is None:
+        clusters: list[Hashable] | None = None
+        n_clusters = int(wide.shape[0])
+    else:
+        clusters = _item_clusters(long_df, item_col, cluster_col, wide.index)
+        n_clusters = len(set(clusters))
+    noun = "items" if cluster_col is None else cluster_noun
+    if wide.shape[1] < 2:
+        note("fewer than 2 annotators")
+    elif not pairable.any():
+        note("no item rated by two annotators")
+    elif len({v for v in obj[pairable][present[pairable]]}) < 2:
+        note("constant values: alpha undefined")
+    if not numeric:
+        note("non-numeric values: no interval/ordinal/ratio alpha, no ICC")
 
     def applies(level: str) -> bool:
         return numeric or level == "nominal"
 
     for level in levels:
         row[f"alpha_{level}"] = krippendorff_alpha(wide, level) if applies(level) else math.nan
+    row["alpha_lo"] = row["alpha_hi"] = math.nan
+    used = 0
     if applies(ci_level) and wide.size:
-        est = alpha_bootstrap(wide, ci_level, n_boot=n_boot, seed=seed, conf=conf)
-        row["alpha_lo"], row["alpha_hi"] = est.lo, est.hi
-    else:
-        row["alpha_lo"] = row["alpha_hi"] = math.nan
+        est = alpha_bootstrap(wide, ci_level, n_boot=n_boot, seed=seed, conf=conf,
+                              clusters=clusters, min_clusters=min_clusters)
+        row["alpha_lo"], row["alpha_hi"], used = est.lo, est.hi, est.n_boot
+        if math.isfinite(est.alpha):
+            if n_boot <= 0:
+                note("n_boot = 0: no bootstrap interval")
+            elif est.n_clusters < min_clusters:
+                note(f"fewer than {min_clusters} {noun}: no bootstrap interval")
+            elif used == 0:
+                note("no bootstrap replicate with a defined alpha: no interval")
     row["ci_level"] = ci_level
-    row["n_boot"] = n_boot
+    row["n_boot"] = used
     if wide.size:
         mra = multirater_agreement(wide, categories=categories)
         row["pct_agreement"], row["ac1"] = mra.pa, mra.ac1
@@ -655,12 +1037,39 @@ def alpha_table(
     else:
         row["pct_agreement"] = row["ac1"] = math.nan
         counts = np.zeros((0, 0))
+    if continuous:
+        row["ac1"] = math.nan
+        note("AC1: not applicable to a continuous scale")
     equal = counts.shape[0] > 0 and np.all(per_item == per_item[0]) and per_item[0] >= 2
     row["fleiss_kappa"] = fleiss_kappa(counts).kappa if equal else math.nan
-    complete = numeric and wide.shape[0] >= 2 and wide.shape[1] >= 2 and bool(present.all())
-    if complete:
-        table = icc(wide).set_index("type")["icc"]
-        row["icc_a1"], row["icc_ak"] = float(table["ICC(A,1)"]), float(table["ICC(A,k)"])
-    else:
-        row["icc_a1"] = row["icc_ak"] = math.nan
+    if pairable.any() and not equal:
+        note("Fleiss' kappa: unequal numbers of ratings per item")
+    icc_row = {"icc_a1": math.nan, "icc_ak": math.nan, "icc_method": "", "icc_a1_lo": math.nan,
+               "icc_a1_hi": math.nan, "icc_ak_lo": math.nan, "icc_ak_hi": math.nan}
+    complete = wide.shape[0] >= 2 and wide.shape[1] >= 2 and bool(present.all())
+    if numeric and complete:
+        table = icc(wide).set_index("type")
+        a1, ak = table.loc["ICC(A,1)"], table.loc["ICC(A,k)"]
+        icc_row.update(icc_a1=float(a1["icc"]), icc_ak=float(ak["icc"]), icc_method=ICC_COMPLETE,
+                       icc_a1_lo=float(a1["lo"]), icc_a1_hi=float(a1["hi"]),
+                       icc_ak_lo=float(ak["lo"]), icc_ak_hi=float(ak["hi"]))
+        if not math.isfinite(icc_row["icc_a1"]):
+            note("ICC undefined: no variance")
+    elif numeric and wide.shape[1] >= 2 and pairable.any():
+        vc = icc_variance_components(wide, n_boot=n_boot, seed=seed, conf=conf,
+                                     clusters=clusters, min_clusters=min_clusters,
+                                     cluster_noun=noun)
+        icc_row.update(icc_a1=vc.icc_a1, icc_ak=vc.icc_ak, icc_method=ICC_INCOMPLETE,
+                       icc_a1_lo=vc.a1_lo, icc_a1_hi=vc.a1_hi, icc_ak_lo=vc.ak_lo,
+                       icc_ak_hi=vc.ak_hi)
+        for text in vc.note.split("; "):
+            note(text)
+    row["icc_a1"], row["icc_ak"] = icc_row.pop("icc_a1"), icc_row.pop("icc_ak")
+    row["n_clusters"] = n_clusters
+    row.update(icc_row)
+    ak = row["icc_ak"]
+    row["judge_ceiling"] = math.sqrt(ak) if math.isfinite(ak) and ak > 0 else math.nan
+    if math.isfinite(ak) and ak <= 0:
+        note("judge_ceiling: ICC(A,k) <= 0")
+    row["note"] = "; ".join(notes)
     return pd.DataFrame([row])
