@@ -44,7 +44,7 @@ from annotation.checklist_agreement import (
     study_decisions,
 )
 from annotation.decisions import Unanswered, decisions
-from annotation.stats.correlation import correlations
+from annotation.stats.correlation import correlations, reported_plcc_interval
 from annotation.study import StudyData
 
 ALL = "all"
@@ -148,8 +148,9 @@ def _trace_row(judge: str, unit: str, x: pd.Series, y: pd.Series, outputs: np.nd
                n_boot: int, seed: int) -> dict[str, object]:
     stats = correlations(x.to_numpy(float), y.to_numpy(float), items=outputs, n_boot=n_boot,
                          seed=seed).iloc[0]
+    lo, hi, _ = reported_plcc_interval(stats)
     return {"judge": judge, "unit": unit, "n_items": int(stats.n_items), "n_pairs": int(stats.n),
-            "pearson": stats.plcc, "pearson_lo": stats.plcc_lo, "pearson_hi": stats.plcc_hi,
+            "pearson": stats.plcc, "pearson_lo": lo, "pearson_hi": hi,
             "spearman": stats.srcc, "spearman_lo": stats.srcc_lo,
             "spearman_hi": stats.srcc_hi, "mae": stats.mae, "n_boot": int(stats.n_boot),
             "note": stats.note}
