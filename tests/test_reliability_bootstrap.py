@@ -13,6 +13,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
+from expanded import tails
 from test_reliability_ac1 import make_study
 
 from annotation.human_reliability import CHECKLIST, reliability_table
@@ -77,7 +78,7 @@ def test_cluster_bootstrap_equals_package_on_rebuilt_data_same_draws(level):
     boot = naive_cluster_boot(units[pairable], clusters[pairable], draws, level)
     boot = boot[np.isfinite(boot)]
     assert est.n_boot == boot.size and est.n_clusters == n_c
-    assert (est.lo, est.hi) == pytest.approx(tuple(np.quantile(boot, [0.025, 0.975])),
+    assert (est.lo, est.hi) == pytest.approx(tuple(np.quantile(boot, tails(n_c))),
                                              abs=1e-10)
 
 
@@ -98,9 +99,9 @@ def test_cluster_bootstrap_agrees_with_independent_naive_bootstrap():
     n_c = 40
     ours = naive_cluster_boot(units, clusters, np.random.default_rng(1).multinomial(
         n_c, np.full(n_c, 1 / n_c), size=2000), "nominal")
-    assert np.quantile(ours, [0.025, 0.975]) == pytest.approx([est.lo, est.hi], abs=1e-10)
+    assert np.quantile(ours, tails(n_c)) == pytest.approx([est.lo, est.hi], abs=1e-10)
     assert ours.std() == pytest.approx(boot.std(), rel=0.12)
-    assert (est.lo, est.hi) == pytest.approx(tuple(np.quantile(boot, [0.025, 0.975])), abs=0.03)
+    assert (est.lo, est.hi) == pytest.approx(tuple(np.quantile(boot, tails(n_c))), abs=0.03)
 
 
 def test_clustered_interval_is_wider_with_output_level_correlation():
@@ -147,7 +148,7 @@ def test_reliability_table_checklist_interval_resamples_outputs():
     boot = naive_cluster_boot(wide.to_numpy(), np.array(out_of), draws, "nominal")
     boot = boot[np.isfinite(boot)]
     assert (row.alpha_lo, row.alpha_hi) == pytest.approx(
-        tuple(np.quantile(boot, [0.025, 0.975])), abs=1e-10)
+        tuple(np.quantile(boot, tails(n_c))), abs=1e-10)
     assert row.n_boot == boot.size and row.n_outputs == 30
     unit_est = alpha_bootstrap(wide, "nominal", n_boot=400, seed=4)
     assert (row.alpha_lo, row.alpha_hi) != pytest.approx((unit_est.lo, unit_est.hi))

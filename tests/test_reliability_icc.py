@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from expanded import tails
 from test_reliability_ac1 import criterion, long_scores, make_study
 
 from annotation.human_reliability import reliability_table
@@ -206,9 +207,9 @@ def test_incomplete_bootstrap_equals_rebuilt_data_same_draws():
         a1.append(ref["a1"])
         ak.append(ref["ak"])
     assert vc.n_boot == 120 and vc.n_clusters == 30
-    assert (vc.a1_lo, vc.a1_hi) == pytest.approx(tuple(np.quantile(a1, [0.025, 0.975])),
+    assert (vc.a1_lo, vc.a1_hi) == pytest.approx(tuple(np.quantile(a1, tails(30))),
                                                  abs=1e-9)
-    assert (vc.ak_lo, vc.ak_hi) == pytest.approx(tuple(np.quantile(ak, [0.025, 0.975])),
+    assert (vc.ak_lo, vc.ak_hi) == pytest.approx(tuple(np.quantile(ak, tails(30))),
                                                  abs=1e-9)
     assert vc.a1_lo < vc.icc_a1 < vc.a1_hi
     # clusters of items: two items per cluster resampled together
@@ -216,7 +217,7 @@ def test_incomplete_bootstrap_equals_rebuilt_data_same_draws():
     vc2 = rel.icc_variance_components(x, n_boot=60, seed=7, clusters=pairs)
     draws = np.random.default_rng(7).multinomial(15, np.full(15, 1 / 15), size=60)
     a1 = [henderson_dense(np.repeat(x, w[pairs], axis=0))["a1"] for w in draws]
-    assert (vc2.a1_lo, vc2.a1_hi) == pytest.approx(tuple(np.quantile(a1, [0.025, 0.975])),
+    assert (vc2.a1_lo, vc2.a1_hi) == pytest.approx(tuple(np.quantile(a1, tails(15))),
                                                    abs=1e-9)
     # a weak bridge: replicates that miss the one item linking two blocks of raters are
     # disconnected (c = 2), the others connected
@@ -229,7 +230,7 @@ def test_incomplete_bootstrap_equals_rebuilt_data_same_draws():
     assert 0 < (draws[:, 0] == 0).sum() < 80
     a1 = [henderson_dense(np.repeat(bridged, w, axis=0))["a1"] for w in draws]
     assert vc3.n_components == 1 and vc3.n_boot == 80
-    assert (vc3.a1_lo, vc3.a1_hi) == pytest.approx(tuple(np.quantile(a1, [0.025, 0.975])),
+    assert (vc3.a1_lo, vc3.a1_hi) == pytest.approx(tuple(np.quantile(a1, tails(24))),
                                                    abs=1e-9)
     again = rel.icc_variance_components(x, n_boot=120, seed=7)
     assert (again.a1_lo, again.a1_hi) == (vc.a1_lo, vc.a1_hi)

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from expanded import tails
 from scipy import stats
 
 from annotation.stats import correlation as corr
@@ -173,7 +174,7 @@ def test_percentile_interval_is_the_quantile_of_the_resamples() -> None:
         ("spearman", "srcc_lo", "srcc_hi"),
         ("kendall", "kendall_lo", "kendall_hi"),
     ]:
-        q = np.quantile(boot[(0, stat)], [0.025, 0.975])
+        q = np.quantile(boot[(0, stat)], tails(40))  # the expanded percentile interval
         assert (row[lo], row[hi]) == pytest.approx(tuple(q), abs=1e-14)
 
 
@@ -404,3 +405,14 @@ def test_system_level_degenerate() -> None:
     assert row["n_systems"] == 1 and np.isnan(row["kendall"])
     with pytest.raises(KeyError):
         system_level(df, system_col="gen", judge_col="judge", human_col="human")
+
+
+def test_expanded_percentile_level() -> None:
+    """Hesterberg (2015, sec. 4.5): the tail Phi(-sqrt(n/(n-1)) t_{.975, n-1}); wider for few
+    clusters, the plain percentile level for many."""
+    from annotation.stats.correlation import expanded_level
+
+    assert 1 - expanded_level(0.95, 60) == pytest.approx(2 * tails(60)[0])
+    assert expanded_level(0.95, 10) > expanded_level(0.95, 60) > 0.95
+    assert expanded_level(0.95, 100_000) == pytest.approx(0.95, abs=1e-4)
+    assert expanded_level(0.95, None) == 0.95

@@ -7,9 +7,10 @@ Fleiss-Cohen-Everitt kappa interval, McNemar over decisions) are then too narrow
 the **output is the unit of resampling**:
 
 * :func:`clustered_agreement`: % agreement, Cohen's kappa, Gwet's AC1, PABAK, specific
-  agreements, balanced accuracy, each with a percentile **cluster bootstrap** interval
-  (Davison & Hinkley 1997, *Bootstrap Methods and their Application*, sec. 3.8: resample
-  clusters with replacement, keep all of a cluster's decisions). The point estimates are
+  agreements, balanced accuracy, each with a **cluster bootstrap** interval (Davison &
+  Hinkley 1997, *Bootstrap Methods and their Application*, sec. 3.8: resample clusters
+  with replacement, keep all of a cluster's decisions), read as Hesterberg's expanded
+  percentile interval (:func:`annotation.stats.correlation.expanded_level`). The point estimates are
   those of :func:`annotation.stats.agreement.binary_agreement` on the pooled decisions.
   A resample is a weight per cluster, so all resamples are one matrix product of the
   per-cluster 2x2 cells.
@@ -35,6 +36,7 @@ import pandas as pd
 from scipy import stats
 
 from annotation.stats.agreement import binary_agreement, normalize_label
+from annotation.stats.correlation import percentile_interval
 
 __all__ = ["MIN_CLUSTERS", "cluster_counts", "clustered_agreement", "clustered_mcnemar"]
 
@@ -90,14 +92,6 @@ def _cell_stats(cells: np.ndarray) -> dict[str, np.ndarray]:
         "no_recall": no_recall,
         "balanced_accuracy": (yes_recall + no_recall) / 2,
     }
-
-
-def _percentile(boot: np.ndarray, conf: float) -> tuple[float, float]:
-    finite = boot[np.isfinite(boot)]
-    if not len(finite):
-        return (math.nan, math.nan)
-    lo, hi = np.quantile(finite, [(1 - conf) / 2, (1 + conf) / 2])
-    return (float(lo), float(hi))
 
 
 def _codes(clusters: Any, n: int) -> tuple[np.ndarray, int]:
@@ -166,7 +160,7 @@ def clustered_agreement(judge: Any, reference: Any, clusters: Any = None, *,
         counts = []
         for s in intervals:
             arr = np.concatenate(boot[s])
-            row[f"{s}_lo"], row[f"{s}_hi"] = _percentile(arr, conf)
+            row[f"{s}_lo"], row[f"{s}_hi"] = percentile_interval(arr, conf, n_clusters)
             if math.isfinite(row[s]):
                 counts.append(int(np.isfinite(arr).sum()))
         used = min(counts) if counts else 0
@@ -232,7 +226,7 @@ def clustered_mcnemar(right_a: Any, right_b: Any, clusters: Any = None, *, n_boo
             t = w @ per
             parts.append(_ratio(t[:, 0] - t[:, 1], t[:, 2]))
         boot = np.concatenate(parts)
-        row["diff_lo"], row["diff_hi"] = _percentile(boot, conf)
+        row["diff_lo"], row["diff_hi"] = percentile_interval(boot, conf, k)
         used = int(np.isfinite(boot).sum())
     row["n_boot"] = used
     row["note"] = "; ".join(notes)

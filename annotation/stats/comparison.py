@@ -355,7 +355,7 @@ def paired_bootstrap_diff(
         d = boot[(0, stat)] - boot[(1, stat)]
         d = d[np.isfinite(d)]
         if len(d):
-            lo, hi = percentile_interval(d, ci)
+            lo, hi = percentile_interval(d, ci, n_items)
             below = (1 + np.sum(d <= 0)) / (len(d) + 1)
             above = (1 + np.sum(d >= 0)) / (len(d) + 1)
             p = float(min(1.0, 2 * min(below, above)))

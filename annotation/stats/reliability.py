@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
+from annotation.stats.correlation import percentile_interval
+
 __all__ = [
     "ICC_COMPLETE",
     "ICC_INCOMPLETE",
@@ -314,9 +316,10 @@ def _cluster_codes(clusters: Sequence[Hashable], n: int) -> np.ndarray:
     return codes.astype(np.int64)
 
 
-def _percentile(boot: np.ndarray, conf: float) -> tuple[float, float]:
-    lo, hi = np.quantile(boot, [(1 - conf) / 2, (1 + conf) / 2])
-    return float(lo), float(hi)
+def _percentile(boot: np.ndarray, conf: float, n_clusters: int) -> tuple[float, float]:
+    """The expanded percentile interval of :func:`annotation.stats.correlation.
+    percentile_interval` (Hesterberg 2015), as for every bootstrap of the report."""
+    return percentile_interval(boot, conf, n_clusters)
 
 
 def alpha_bootstrap(
@@ -390,7 +393,7 @@ def alpha_bootstrap(
         boot = boot[np.isfinite(boot)]
         used = int(boot.size)
         if used:
-            lo, hi = _percentile(boot, conf)
+            lo, hi = _percentile(boot, conf, n_clusters)
     return AlphaEstimate(level, point, d_o, d_e, lo, hi, n_units, co.n_values, used, conf,
                          n_clusters)
 
@@ -858,8 +861,8 @@ def icc_variance_components(
             fine = np.isfinite(a1) & np.isfinite(ak)
             used = int(fine.sum())
             if used:
-                lo_a1, hi_a1 = _percentile(a1[fine], conf)
-                lo_ak, hi_ak = _percentile(ak[fine], conf)
+                lo_a1, hi_a1 = _percentile(a1[fine], conf, n_clusters)
+                lo_ak, hi_ak = _percentile(ak[fine], conf, n_clusters)
     return IccEstimate(
         icc_a1=point["icc_a1"], icc_ak=point["icc_ak"], k=point["k"],
         var_item=point["var_item"], var_rater=point["var_rater"],
