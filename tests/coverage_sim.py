@@ -21,6 +21,9 @@ What is simulated (every parameter is a field of :class:`RatingsDesign` or
   ratings from different annotator sets), ``ratings3_half`` (judge-a scored only the
   outputs of generators g1-g3, whose quality spread is smaller: its output set, and the
   truth on it, differ from the humans').
+* ``ratings3_random``: as ``ratings3`` but every study draws its three annotators' biases
+  from N(0, 0.5^2) (random raters: the model of ICC(A,1)'s F interval; its truth is the
+  covariance of two random annotators' ratings of one output over a rating's variance).
 * **Checklist**: 10 tasks x 6 generators = 60 outputs, 10 yes/no questions each (4
   operators, 6 operator instances, two questions phrased negatively, no gating). The true
   pass of question ``j`` on output ``i`` is Bernoulli(sigmoid(1.0 + 1.2 z_i + b_j)) with an
@@ -30,6 +33,7 @@ What is simulated (every parameter is a field of :class:`RatingsDesign` or
   ``judge-b`` (identically distributed, so equally accurate) flip with probability
   sigmoid(logit(.10) + 0.8 d_i + 0.8 v_ji + 0.8 [true answer is no]): ``v_ji ~ N(0, 1)`` an
   output-level random effect of the judge's error rate, the last term leniency.
+  ``checklist180``: the same with 30 tasks (180 outputs; TRACE-Bench validated 400).
 
 What the truth is: the **population value of exactly the estimand of the row**, i.e. the
 value the row's point estimate converges to over an infinite population of outputs drawn
@@ -128,6 +132,9 @@ class RatingsDesign:
     mu: float = 5.5
     sd_item: float = 1.2
     rater_bias: tuple[float, ...] = (-0.4, 0.0, 0.4)
+    #: > 0: every study draws its annotators' biases afresh from N(0, sd_rater^2) (random
+    #: raters, the model of ICC(A,1) "two-way random"); 0: the fixed ``rater_bias``.
+    sd_rater: float = 0.0
     sd_noise: float = 1.2
     p_rate: float = 1.0
     judges: tuple[JudgeModel, ...] = ()
@@ -182,7 +189,10 @@ DESIGNS: dict[str, RatingsDesign | ChecklistDesign] = {
     "ratings3_missing": RatingsDesign("ratings3_missing", p_rate=0.7, judges=(JUDGE_A,)),
     "ratings3_half": RatingsDesign(
         "ratings3_half", judges=(JudgeModel("judge-a", 0.5, 1.2, generators=(0, 1, 2)),)),
+    "ratings3_random": RatingsDesign("ratings3_random", rater_bias=(0.0, 0.0, 0.0),
+                                     sd_rater=0.5, judges=(JUDGE_A,)),
     "checklist": ChecklistDesign("checklist"),
+    "checklist180": ChecklistDesign("checklist180", n_tasks=30),
 }
 
 
@@ -201,7 +211,8 @@ def rating_arrays(d: RatingsDesign, rng: np.random.Generator, n_tasks: int) -> d
     task = np.repeat(np.arange(n_tasks), n_gen)
     q = d.mu + np.asarray(d.gen_offsets)[gen] + rng.normal(0.0, d.sd_item, n)
     k = len(d.rater_bias)
-    full = q[:, None] + np.asarray(d.rater_bias)[None, :] + rng.normal(0.0, d.sd_noise, (n, k))
+    bias = rng.normal(0.0, d.sd_rater, k) if d.sd_rater > 0 else np.asarray(d.rater_bias)
+    full = q[:, None] + bias[None, :] + rng.normal(0.0, d.sd_noise, (n, k))
     full = np.clip(np.rint(full), d.lo, d.hi)
     if d.p_rate < 1.0:
         seen = rng.random((n, k)) < d.p_rate
@@ -627,6 +638,24 @@ def _checklist_values(acc: dict[str, np.ndarray], d: ChecklistDesign) -> dict[st
     return out
 
 
+def _random_rater_icc(d: RatingsDesign, n_outputs: int) -> tuple[float, float]:
+    """Population ICC(A,1) with random raters: the covariance of two ratings of one output
+    by two independently drawn annotators, over the variance of a rating (items, raters
+    and noise all random; McGraw & Wong 1996, case 2A), after rounding and clipping.
+    Returns (value, Monte-Carlo standard error over 8 chunks)."""
+    parts = []
+    for c in range(8):
+        rng = np.random.default_rng([TRUTH_SEED, zlib.crc32(d.name.encode()), 100 + c])
+        n = n_outputs // 8
+        gen = rng.integers(0, len(d.gen_offsets), n)
+        q = d.mu + np.asarray(d.gen_offsets)[gen] + rng.normal(0.0, d.sd_item, n)
+        y = np.clip(np.rint(q[:, None] + rng.normal(0.0, d.sd_rater, (n, 2))
+                            + rng.normal(0.0, d.sd_noise, (n, 2))), d.lo, d.hi)
+        mean = y.mean()
+        parts.append(float(((y[:, 0] - mean) * (y[:, 1] - mean)).mean() / y.var()))
+    return float(np.mean(parts)), float(np.std(parts, ddof=1) / math.sqrt(8))
+
+
 def compute_truth(design: RatingsDesign | ChecklistDesign, n_outputs: int,
                   chunks: int = 8) -> dict[str, Any]:
     """Population values of every estimand of ``design`` from ``n_outputs`` Monte-Carlo
@@ -656,6 +685,8 @@ def compute_truth(design: RatingsDesign | ChecklistDesign, n_outputs: int,
         s_item = design.sd_item**2 + float(np.var(design.gen_offsets))
         s_c = float(np.var(design.rater_bias, ddof=1))
         values["icc_a1_continuous"] = s_item / (s_item + s_c + design.sd_noise**2)
+        if design.sd_rater > 0:
+            values["icc_a1"], se["icc_a1"] = _random_rater_icc(design, n_outputs)
     return {"design": design.name, "n_outputs": tasks * per_task * chunks, "values": values,
             "se": se, "seconds": time.perf_counter() - start}
 
@@ -742,6 +773,9 @@ def _checklist_specs() -> list[Spec]:
 def _reliability_specs() -> list[Spec]:
     rating = _w(criterion=CRITERION, group="all")
     out = []
+    out.append(Spec("C", "ratings3_random", "reliability", "ratings ICC(A,1), random raters",
+                    "icc_a1", "icc_a1_lo", "icc_a1_hi", "icc_a1", rating,
+                    note="annotators drawn afresh per study: the model of the F interval"))
     for design in ("ratings3", "ratings3_missing"):
         out.append(Spec("C", design, "reliability", "ratings alpha (interval)", "alpha_interval",
                         "alpha_lo", "alpha_hi", "alpha_interval",
@@ -792,6 +826,10 @@ def _other_specs() -> list[Spec]:
         Spec("G", "checklist", "trace", "operator scores, unit output x operator", "pearson",
              "pearson_lo", "pearson_hi", "trace|judge-a|pearson",
              _w(judge="judge-a", unit="output x operator")),
+        Spec("G", "checklist180", "trace", "operator scores, 180 outputs", "pearson",
+             "pearson_lo", "pearson_hi", "trace|judge-a|pearson",
+             _w(judge="judge-a", unit="output x operator"),
+             note="the same design with 30 tasks (TRACE-Bench validated 400 outputs)"),
     ]
 
 
