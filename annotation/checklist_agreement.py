@@ -50,7 +50,7 @@ import pandas as pd
 from annotation.decisions import Unanswered, human_decisions, judge_decisions
 from annotation.stats.clustered import clustered_agreement, clustered_mcnemar
 from annotation.stats.comparison import adjust_pvalues
-from annotation.study import StudyData
+from annotation.study import StudyData, output_groups
 
 ENSEMBLE = "ensemble (majority of VLM judges)"
 HUMAN_LOO = "human (leave-one-out)"
@@ -136,17 +136,6 @@ def study_decisions(study: StudyData, unanswered: Unanswered = "omit") -> StudyD
                           majority=majority.dropna().to_frame(), loo=loo)
 
 
-def _groups(study: StudyData, by: str | None) -> list[tuple[str, set[str] | None]]:
-    groups: list[tuple[str, set[str] | None]] = [("all", None)]
-    if by is not None:
-        if by not in study.outputs.columns:
-            raise KeyError(f"--by {by}: not a column of the outputs (generator, task_id, "
-                           f"meta.<key>); available: {', '.join(study.outputs.columns)}")
-        for value, df in study.outputs.groupby(by, dropna=True, sort=True):
-            groups.append((f"{by}={value}", set(df.output_id)))
-    return groups
-
-
 def _output_of(keys: pd.Index | pd.Series) -> np.ndarray:
     """The output id of each decision key (``output_id + SEP + question_id``)."""
     if not len(keys):
@@ -198,7 +187,7 @@ def checklist_table(study: StudyData, *, by: str | None = None, per_annotator: b
             references[f"judge:{judge}"] = mine.answer
     loo_keys = d.loo.set_index("key")
     rows: list[dict[str, object] | None] = []
-    for group, members in _groups(study, by):
+    for group, members in output_groups(study, by):
         def inside(index: pd.Index, members: set[str] | None = members) -> pd.Index:
             return index if members is None else index[np.isin(_output_of(index),
                                                                list(members))]

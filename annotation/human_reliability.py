@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.stats.reliability import LEVELS, _is_missing, alpha_table
-from annotation.study import StudyData
+from annotation.study import StudyData, output_groups
 
 CHECKLIST = "checklist (yes/no)"
 CHECKLIST_CATEGORIES = ("yes", "no")
@@ -133,10 +133,7 @@ def reliability_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
         decisions = answers.assign(item=answers.output_id + " / " + answers.question_id,
                                    value=answers.answer)
         sources.append(_Source(CHECKLIST, "nominal", decisions, CHECKLIST_CATEGORIES))
-    groups: list[tuple[str, set[str] | None]] = [("all", None)]
-    if by is not None:
-        for value, df in study.outputs.groupby(by, dropna=True, sort=True):
-            groups.append((f"{by}={value}", set(df.output_id)))
+    groups = output_groups(study, by)
     rows = []
     for src in sources:
         for group, members in groups:

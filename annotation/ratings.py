@@ -52,7 +52,7 @@ import pandas as pd
 
 from annotation.decisions import Unanswered, judge_decisions
 from annotation.stats.correlation import correlations, fisher_z_pool, reported_plcc_interval
-from annotation.study import StudyData
+from annotation.study import StudyData, output_groups
 
 HUMAN_LOO = "human (leave-one-out)"
 HUMAN_PAIRWISE = "human pairwise (Fisher-z mean)"
@@ -169,17 +169,6 @@ def _row(judge: str, criterion: str, group: str, reference: str, x: np.ndarray,
     return row
 
 
-def _groups(study: StudyData, by: str | None) -> list[tuple[str, set[str] | None]]:
-    groups: list[tuple[str, set[str] | None]] = [("all", None)]
-    if by is not None:
-        if by not in study.outputs.columns:
-            raise KeyError(f"--by {by}: not a column of the outputs (generator, task_id, "
-                           f"meta.<key>); available: {', '.join(study.outputs.columns)}")
-        for value, df in study.outputs.groupby(by, dropna=True, sort=True):
-            groups.append((f"{by}={value}", set(df.output_id)))
-    return groups
-
-
 def _judge_order(names: list[str]) -> list[str]:
     return sorted(dict.fromkeys(names), key=lambda j: (j == ENSEMBLE, j))
 
@@ -194,7 +183,7 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     humans = with_average(study.human_scores, "annotator", criteria)
     judged = pd.concat([study.judge_scores, ensemble_scores(study)], ignore_index=True)
     judged = with_average(judged, "judge", criteria)
-    groups = _groups(study, by)
+    groups = output_groups(study, by)
     rows: list[dict[str, object]] = []
     for criterion in [*criteria, AVERAGE]:
         hc = humans[humans.criterion == criterion]

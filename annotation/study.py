@@ -44,6 +44,21 @@ class StudyData:
         columns=["annotator", "output_id", "active_seconds"]))
 
 
+def output_groups(study: StudyData, by: str | None) -> list[tuple[str, set[str] | None]]:
+    """The groups a report table has rows for: ``("all", None)``, then with ``by`` (a
+    column of ``study.outputs``: ``generator``, ``task_id``, ``meta.<key>``) one
+    ``("<by>=<value>", {output ids})`` per value, sorted. An unknown ``by`` raises
+    ``KeyError`` naming the columns there are."""
+    groups: list[tuple[str, set[str] | None]] = [("all", None)]
+    if by is not None:
+        if by not in study.outputs.columns:
+            raise KeyError(f"--by {by}: not a column of the outputs (generator, task_id, "
+                           f"meta.<key>); available: {', '.join(study.outputs.columns)}")
+        for value, df in study.outputs.groupby(by, dropna=True, sort=True):
+            groups.append((f"{by}={value}", set(df.output_id)))
+    return groups
+
+
 def _flat_meta(meta: str) -> dict[str, object]:
     data = json.loads(meta) if meta else {}
     return {f"meta.{k}": v for k, v in data.items()
