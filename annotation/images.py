@@ -3,7 +3,8 @@
 Two rules protect the store from hostile or broken bundles:
 
 * a path named by a bundle must stay inside the bundle folder: no absolute paths, no
-  ``..`` components, no symlink that resolves outside (:func:`resolve_inside`);
+  ``..`` components, no symlink that resolves outside, and never a link to the project's
+  own database files (:func:`resolve_inside`, :func:`annotation.guard.file_problem`);
 * a file is accepted as an image only if Pillow decodes it completely, it is one of the
   formats in :data:`FORMATS`, and it has at most :data:`MAX_PIXELS` pixels, checked from
   the header *before* decoding, so a decompression bomb is refused without being
@@ -18,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from PIL import Image
 
+from annotation import guard
 from annotation.records import ImageFile
 
 MAX_PIXELS = 64_000_000
@@ -75,6 +77,9 @@ def resolve_inside(root: Path, relative: str) -> Path:
             raise BadPath(f"path leaves the bundle (symlink): {relative!r}")
         if not real.is_file():
             raise BadPath(f"file not found: {relative!r}")
+        protected = guard.file_problem(real)
+        if protected is not None:
+            raise BadPath(f"{protected}: {relative!r}")
     except (OSError, RuntimeError) as exc:  # name too long, symlink loop, permissions
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise BadPath(f"cannot use the path ({reason}): {_short(relative)}") from None
