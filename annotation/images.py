@@ -104,7 +104,9 @@ def probe_image(path: Path, max_pixels: int = MAX_PIXELS) -> ImageFile:
     """Check that ``path`` is a complete, acceptable image and describe it.
 
     The pixel count is read from the header and checked against ``max_pixels`` before
-    any decoding; then the image is fully decoded, so truncated files are refused.
+    any decoding; then the image is decoded once, so truncated or damaged files are
+    refused. A JPEG is decoded at 1/8 scale (``Image.draft``): every byte of its data is
+    still decoded (a truncated or damaged file fails the same way), for 1/64 of the memory.
     """
     size = path.stat().st_size
     if size > MAX_IMAGE_BYTES:
@@ -122,6 +124,8 @@ def probe_image(path: Path, max_pixels: int = MAX_PIXELS) -> ImageFile:
                         f"image has {width}x{height} pixels, over the limit of {max_pixels}"
                         " (decompression bomb?)"
                     )
+                if fmt == "JPEG":
+                    im.draft(None, (max(1, width // 8), max(1, height // 8)))
                 im.load()
     except BadImage:
         raise
