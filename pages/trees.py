@@ -132,9 +132,12 @@ for f in failing:
         note_key = f"n-{item.token}-{f.key}"
         st.text_input("Note (optional)", value=(r.note if r else "") or "", key=note_key,
                       disabled=r is None, on_change=save, args=(f, "note", note_key))
-        if r is not None and sha:
+        served = render.browser_image(store, sha, 512) if r is not None and sha else None
+        if served is not None and not served.available:
+            st.caption("The node's image is unavailable: no box can be marked on it.")
+        elif served is not None:
             with st.expander("Mark the failure on the selected node's image (box select)"):
-                image = render.browser_image(store, sha, 512).pil()
+                image = served.pil()
                 fig = go.Figure(go.Image(z=image.convert("RGB")))
                 fig.update_layout(dragmode="select", height=360, margin=dict(l=0, r=0, t=0, b=0))
                 event = st.plotly_chart(fig, on_select="rerun", selection_mode="box",
