@@ -132,11 +132,11 @@ def project(tmp_path: Path) -> Iterator[Project]:
         p.store.close()
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     """The real ``judge-audit`` in a subprocess (another process, like an admin's shell)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "annotation.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=120, check=False)
+                          text=True, env=env, timeout=120, check=False, input=stdin)
 
 
 # ------------------------------------------------------------------ the attacks
@@ -266,7 +266,8 @@ def test_a_refused_import_then_a_cli_command_loses_no_acknowledged_answer(projec
 
 def test_the_import_page_refuses_the_database_path_and_no_answer_is_lost(project: Project,
                                                                         monkeypatch):
-    """The same sequence through the real Import page (AppTest), then `judge-audit info`."""
+    """The same sequence through the real Import page (AppTest), then `judge-audit info`,
+    `user add` and `backup`, with answers between them."""
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(project.db))
     ensure_account(project.db, "boss", "admin")
     project.answer()
@@ -278,11 +279,15 @@ def test_the_import_page_refuses_the_database_path_and_no_answer_is_lost(project
         next(b for b in at.button if b.label == "Import the folder").click().run()
     assert not at.exception
     assert any("nothing was written" in e.value for e in at.error)
-    for command in (["info", "--db", str(project.db)],
-                    ["backup", "--db", str(project.db), "--out",
-                     str(project.folder.parent / "backup.db")]):
-        done = cli(*command)
+    for command, stdin in (
+            (["info", "--db", str(project.db)], None),
+            (["user", "add", "newcomer", "--role", "annotator", "--db", str(project.db)],
+             "a-long-enough-pass-phrase-42\n"),
+            (["backup", "--db", str(project.db), "--out",
+              str(project.folder.parent / "backup.db")], None)):
+        done = cli(*command, stdin=stdin)
         assert done.returncode == 0, done.stderr
+        project.answer(2)
     project.answer()
     project.assert_intact()
     assert "project's own database" in at.code[0].value
