@@ -83,14 +83,17 @@ def sqlite_files(db: str | os.PathLike[str]) -> list[Path]:
 _lock = threading.Lock()
 _stores: weakref.WeakSet[Any] = weakref.WeakSet()
 _protected: tuple[str, ...] = ()  # absolute database paths the audit hook guards
+_protected_files: tuple[Path, ...] = ()  # their sqlite_files, for the hook
 _hook_installed = False
 _importing: ContextVar[tuple[str, ...]] = ContextVar("judge_audit_importing", default=())
 
 
 def _refresh() -> None:
-    global _protected
+    global _protected, _protected_files
     with _lock:
-        _protected = tuple(sorted({os.path.abspath(s.path) for s in list(_stores)}))
+        dbs = tuple(sorted({os.path.abspath(s.path) for s in list(_stores)}))
+        _protected_files = tuple(f for db in dbs for f in sqlite_files(db))
+        _protected = dbs
 
 
 def protect(store: Store) -> None:
@@ -136,7 +139,8 @@ def _identity(path: Any) -> tuple[int, int] | None:
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     """Refuse the ``open`` audit event for a guarded database file (see :func:`protect`)."""
-    if event != "open" or not _protected:
+    files = _protected_files
+    if event != "open" or not files:
         return
     path, _mode, flags = args
     if path is None or isinstance(path, int):
@@ -146,13 +150,12 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     target = _identity(path)
     if target is None:
         return
-    for db in _protected:
-        for candidate in sqlite_files(db):
-            if _identity(candidate) == target:
-                raise ProtectedFileError(
-                    f"{os.fsdecode(path)}: refused to open {candidate.name}, a database file "
-                    "of the project this process serves, with an ordinary read (closing it "
-                    "would drop SQLite's locks: see annotation/guard.py)")
+    for candidate in files:
+        if _identity(candidate) == target:
+            raise ProtectedFileError(
+                f"{os.fsdecode(path)}: refused to open {candidate.name}, a database file of "
+                "the project this process serves, with an ordinary read (closing it would "
+                "drop SQLite's locks: see annotation/guard.py)")
 
 
 # ------------------------------------------------------------------ checks for importers
