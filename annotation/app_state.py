@@ -7,6 +7,7 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
+from annotation import guard
 from annotation.auth import User, session_valid
 from annotation.store import Store, now_iso
 
@@ -39,11 +40,16 @@ def resolve_db() -> Path:
 
 
 def open_store(session_state: MutableMapping[str, Any]) -> Store:
-    """One store per browser session, kept in ``st.session_state``."""
+    """One store per browser session, kept in ``st.session_state``.
+
+    The store's database files are guarded against ordinary opens in this process for as
+    long as it lives (:func:`annotation.guard.protect`): such an open would drop SQLite's
+    locks and let a CLI command delete the ``-wal`` under the app."""
     db = resolve_db()
     store = session_state.get("_store")
     if store is None or store.path != db:
         store = Store.open(db)
+        guard.protect(store)
         session_state["_store"] = store
     return store
 

@@ -16,6 +16,7 @@ import math
 import re
 import shutil
 import stat
+import struct
 import tempfile
 import zipfile
 import zlib
@@ -54,9 +55,15 @@ FORMAT = "judge-audit-bundle/1"
 MAX_TEXT = 1_000_000  # characters in one text field
 MAX_NUMBER = 1e12
 MAX_ERRORS = 20
-MAX_ZIP_BYTES = 4 * 1024**3  # uncompressed, all members
-MAX_ZIP_MEMBERS = 200_000
-MAX_ZIP_RATIO = 200  # uncompressed / compressed, per member
+# Zip limits (docs/bundle-format.md, "Zip archives"), all checked from the archive's
+# directory before anything is extracted. Bigger projects import as a folder, or in parts.
+MAX_ZIP_MEMBERS = 50_000  # entries (files and folders)
+MAX_ZIP_DIRECTORY_BYTES = 32 * 1024**2  # the central directory, read before it is parsed
+MAX_ZIP_BYTES = 4 * 1024**3  # uncompressed, all members together
+MAX_ZIP_RATIO = 20  # whole archive: uncompressed total / size of the .zip file ...
+ZIP_RATIO_FREE_BYTES = 100 * 1024**2  # ... checked once the total is over this
+MAX_ZIP_MEMBER_RATIO = 200  # one member: uncompressed / compressed ...
+ZIP_MEMBER_RATIO_FREE_BYTES = 10 * 1024**2  # ... checked for members over this
 # a JSON escape of a UTF-16 surrogate (\ud800-\udfff): only such a line can hold a lone one
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -79,6 +86,8 @@ def is_bundle(path: Path) -> bool:
     if path.is_dir():
         return (path / "bundle.json").is_file() or (path / "tasks.jsonl").is_file()
     if path.is_file() and zipfile.is_zipfile(path):
+        if _directory_problem(path) is not None:
+            return True  # a zip too big to list: open_bundle refuses it with the reason
         with zipfile.ZipFile(path) as zf:
             names = zf.namelist()
         return any(n == "bundle.json" or n.count("/") == 1 and n.endswith("/bundle.json")
@@ -722,41 +731,122 @@ def _read_annotations(root: Path, rd: _Reader, project: ProjectData) -> None:
 
 
 # ------------------------------------------------------------------------------ zips
+def _mib(size: float) -> str:
+    """A size for a message: ``3.0 GiB``, ``12.5 MiB``, ``900 bytes``."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= scale:
+            return f"{size / scale:,.1f} {unit}"
+    return f"{int(size)} bytes"
+
+
+def _zip_directory(archive: Path) -> tuple[int, int] | None:
+    """``(entries, directory bytes)`` declared by the zip's end-of-central-directory record
+    (zip64 included), read from the end of the file without parsing the directory; ``None``
+    when there is no such record (then :class:`zipfile.ZipFile` reports the damage)."""
+    size = archive.stat().st_size
+    with archive.open("rb") as fh:
+        tail_size = min(size, 22 + 0xFFFF + 20)  # the record, a maximal comment, zip64 locator
+        fh.seek(size - tail_size)
+        tail = fh.read(tail_size)
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < 22:
+            return None
+        entries, directory = struct.unpack("<2xHL", tail[at + 8:at + 16])
+        if entries == 0xFFFF or directory == 0xFFFFFFFF:
+            locator = tail[at - 20:at] if at >= 20 else b""
+            if locator[:4] == b"PK\x06\x07":
+                (offset,) = struct.unpack("<Q", locator[8:16])
+                fh.seek(offset)
+                record = fh.read(56)
+                if record[:4] == b"PK\x06\x06" and len(record) == 56:
+                    entries, directory = struct.unpack("<QQ", record[32:48])
+    return entries, directory
+
+
+def _directory_problem(archive: Path) -> str | None:
+    """Why the zip's directory alone is over the limits (too many entries, too big), or
+    ``None``; checked before :class:`zipfile.ZipFile` builds one object per entry."""
+    declared = _zip_directory(archive)
+    if declared is None:
+        return None
+    entries, directory = declared
+    if entries > MAX_ZIP_MEMBERS:
+        return (f"{entries:,} members, more than the limit of {MAX_ZIP_MEMBERS:,}: import the "
+                "bundle as a folder, or in several zips")
+    if directory > MAX_ZIP_DIRECTORY_BYTES:
+        return (f"a zip directory of {_mib(directory)}, more than the limit of "
+                f"{_mib(MAX_ZIP_DIRECTORY_BYTES)}: import the bundle as a folder")
+    return None
+
+
+def check_zip(archive: Path, zf: zipfile.ZipFile) -> None:
+    """Refuse (ImportRefused, naming the archive and the member) a zip that is over the
+    limits or unsafe to extract, from its directory alone: nothing is extracted.
+
+    Refused: more than :data:`MAX_ZIP_MEMBERS` members; members that leave the archive (zip
+    slip), symbolic links, encrypted members; more than :data:`MAX_ZIP_BYTES` uncompressed
+    in all; a whole-archive expansion (uncompressed total / size of the zip file) over
+    :data:`MAX_ZIP_RATIO` once the total is over :data:`ZIP_RATIO_FREE_BYTES`; a member over
+    :data:`ZIP_MEMBER_RATIO_FREE_BYTES` expanding more than :data:`MAX_ZIP_MEMBER_RATIO` times.
+    Declared sizes cannot be exceeded: extraction stops at a member larger than declared.
+    """
+    name = archive.name
+    members = zf.infolist()
+    if len(members) > MAX_ZIP_MEMBERS:
+        raise ImportRefused([Problem(name, None, None, f"{len(members):,} members, more than "
+                                     f"the limit of {MAX_ZIP_MEMBERS:,}: import the bundle as "
+                                     "a folder, or in several zips")])
+    total = 0
+    for info in members:
+        member = _cut(info.filename)
+        parts = PurePosixPath(info.filename).parts
+        if (info.filename.startswith(("/", "\\")) or ".." in parts or "\\" in info.filename
+                or (len(info.filename) > 1 and info.filename[1] == ":")):
+            raise ImportRefused([Problem(name, None, member,
+                                         "member path leaves the archive (zip slip)")])
+        if stat.S_ISLNK(info.external_attr >> 16):
+            raise ImportRefused([Problem(name, None, member,
+                                         "symbolic links are not allowed in a bundle zip")])
+        if info.flag_bits & 0x1:
+            raise ImportRefused([Problem(name, None, member, "the member is encrypted: a "
+                                         "bundle zip must be made without a password")])
+        total += info.file_size
+        if (info.file_size > ZIP_MEMBER_RATIO_FREE_BYTES
+                and info.file_size > MAX_ZIP_MEMBER_RATIO * max(info.compress_size, 1)):
+            raise ImportRefused([Problem(
+                name, None, member, f"compression ratio too high: expands from "
+                f"{_mib(info.compress_size)} to {_mib(info.file_size)}, more than "
+                f"{MAX_ZIP_MEMBER_RATIO} times (zip bomb?)")])
+    if total > MAX_ZIP_BYTES:
+        raise ImportRefused([Problem(name, None, None, f"the archive expands to {_mib(total)}, "
+                                     f"more than the limit of {_mib(MAX_ZIP_BYTES)} (zip bomb?):"
+                                     " import the bundle as a folder, or in several zips")])
+    packed = max(archive.stat().st_size, 1)
+    if total > ZIP_RATIO_FREE_BYTES and total > MAX_ZIP_RATIO * packed:
+        raise ImportRefused([Problem(
+            name, None, None, f"{len(members):,} members expand to {_mib(total)} from a "
+            f"{_mib(packed)} archive, {total / packed:,.0f} times its size; the limit is "
+            f"{MAX_ZIP_RATIO} times above {_mib(ZIP_RATIO_FREE_BYTES)} (zip bomb?)")])
+
+
 def _extract_zip(archive: Path, dest: Path) -> Path:
     """Extract a bundle zip safely; return the bundle root inside ``dest``.
 
-    Refuses members that leave the archive (zip slip), symlinks, too many members, and
-    members or totals that expand beyond the limits (zip bombs).
+    Everything :func:`check_zip` refuses is refused before the first member is written.
     """
     name = archive.name
     try:
+        problem = _directory_problem(archive)
+        if problem is not None:
+            raise ImportRefused([Problem(name, None, None, problem)])
         zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, struct.error) as exc:
         raise ImportRefused(
             [Problem(name, None, None, f"not a readable zip file: {exc}")]
         ) from None
     with zf:
+        check_zip(archive, zf)
         members = zf.infolist()
-        if len(members) > MAX_ZIP_MEMBERS:
-            raise ImportRefused([Problem(name, None, None, f"{len(members)} members: too many")])
-        total = 0
-        for info in members:
-            parts = PurePosixPath(info.filename).parts
-            if (info.filename.startswith(("/", "\\")) or ".." in parts or "\\" in info.filename
-                    or (len(info.filename) > 1 and info.filename[1] == ":")):
-                raise ImportRefused([Problem(name, None, info.filename,
-                                             "member path leaves the archive (zip slip)")])
-            if stat.S_ISLNK(info.external_attr >> 16):
-                raise ImportRefused([Problem(name, None, info.filename,
-                                             "symbolic links are not allowed in a bundle zip")])
-            total += info.file_size
-            if info.compress_size and info.file_size / info.compress_size > MAX_ZIP_RATIO \
-                    and info.file_size > 10 * 1024 * 1024:
-                raise ImportRefused([Problem(name, None, info.filename,
-                                             "compression ratio too high (zip bomb?)")])
-            if total > MAX_ZIP_BYTES:
-                raise ImportRefused([Problem(name, None, None, "archive expands beyond "
-                                             f"{MAX_ZIP_BYTES // 1024**3} GiB (zip bomb?)")])
         for info in members:
             target = dest.joinpath(*PurePosixPath(info.filename).parts)
             try:
@@ -775,7 +865,8 @@ def _extract_zip(archive: Path, dest: Path) -> Path:
             except OSError as exc:  # a name component over 255 bytes, a file where a folder..
                 raise ImportRefused([Problem(name, None, _cut(info.filename), "cannot extract "
                                              f"the member: {exc.strerror or exc}")]) from None
-            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError,
+                    RuntimeError) as exc:
                 raise ImportRefused([Problem(name, None, _cut(info.filename),
                                              f"damaged member: {exc}")]) from None
     if (dest / "bundle.json").is_file():

@@ -3,7 +3,8 @@
 Two rules protect the store from hostile or broken bundles:
 
 * a path named by a bundle must stay inside the bundle folder: no absolute paths, no
-  ``..`` components, no symlink that resolves outside (:func:`resolve_inside`);
+  ``..`` components, no symlink that resolves outside, and never a link to the project's
+  own database files (:func:`resolve_inside`, :func:`annotation.guard.file_problem`);
 * a file is accepted as an image only if Pillow decodes it completely, it is one of the
   formats in :data:`FORMATS`, and it has at most :data:`MAX_PIXELS` pixels, checked from
   the header *before* decoding, so a decompression bomb is refused without being
@@ -18,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from PIL import Image
 
+from annotation import guard
 from annotation.records import ImageFile
 
 MAX_PIXELS = 64_000_000
@@ -75,6 +77,9 @@ def resolve_inside(root: Path, relative: str) -> Path:
             raise BadPath(f"path leaves the bundle (symlink): {relative!r}")
         if not real.is_file():
             raise BadPath(f"file not found: {relative!r}")
+        protected = guard.file_problem(real)
+        if protected is not None:
+            raise BadPath(f"{protected}: {relative!r}")
     except (OSError, RuntimeError) as exc:  # name too long, symlink loop, permissions
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise BadPath(f"cannot use the path ({reason}): {_short(relative)}") from None
@@ -99,7 +104,9 @@ def probe_image(path: Path, max_pixels: int = MAX_PIXELS) -> ImageFile:
     """Check that ``path`` is a complete, acceptable image and describe it.
 
     The pixel count is read from the header and checked against ``max_pixels`` before
-    any decoding; then the image is fully decoded, so truncated files are refused.
+    any decoding; then the image is decoded once, so truncated or damaged files are
+    refused. A JPEG is decoded at 1/8 scale (``Image.draft``): every byte of its data is
+    still decoded (a truncated or damaged file fails the same way), for 1/64 of the memory.
     """
     size = path.stat().st_size
     if size > MAX_IMAGE_BYTES:
@@ -117,6 +124,8 @@ def probe_image(path: Path, max_pixels: int = MAX_PIXELS) -> ImageFile:
                         f"image has {width}x{height} pixels, over the limit of {max_pixels}"
                         " (decompression bomb?)"
                     )
+                if fmt == "JPEG":
+                    im.draft(None, (max(1, width // 8), max(1, height // 8)))
                 im.load()
     except BadImage:
         raise

@@ -1,31 +1,58 @@
-"""Images for the annotation pages: cached thumbnails, VI overlays, side-by-side compare.
+"""Images for the annotation pages: what the browser gets, VI overlays, side-by-side compare.
 
 Pure functions over Pillow images plus a disk cache beside the project's media folder; no
 Streamlit here, so the page code stays thin and everything is testable without a browser.
 
-**Thumbnails** (:func:`thumbnail`, :func:`thumbnail_bytes`). A page shows up to 7
-references and 6 visual instructions in a strip (256 px), the output large (1024 px) and an
-enlarge view (2048 px). Decoding and resizing 14 full-size images on every rerun of a
-Streamlit script is what makes a page slow, so each (image, size) is resized once and kept
-in ``<media_dir>/thumbs/<max_side>/<sha256>.<ext>``:
+**What a browser gets** (:func:`browser_image`). Every image any page shows (the strip of
+references and visual instructions, the output large, the enlarge view, compare, overlays,
+the verification and tree pages) comes from this one function, as bytes for ``st.image``.
+It never hands out the imported file: the image is decoded and **re-encoded from its
+pixels**, at any size, small images included, so no byte of the original reaches a browser:
 
-* the key is the content hash and the size, so a cached file never goes stale (media files
-  are content-addressed and never change);
+* no EXIF (camera make, model, software), XMP, ICC profile, PNG text chunks (``tEXt``,
+  ``iTXt``, ``zTXt``), JPEG comments, nor anything appended after the image data (HTML after
+  ``IEND``): the encoder is given a fresh image made of pixels only;
+* the EXIF orientation is applied before, so what is seen is what the camera meant; an
+  embedded ICC profile is converted to sRGB (then dropped), so colours stay right;
+* **PNG** when the source has transparency or a palette (mode ``RGBA``, ``LA``, ``P``,
+  ``PA``, ``1`` or a ``transparency`` entry), so edges and alpha stay exact; **JPEG** quality
+  88 otherwise (95 for the large views, 1024 px and more, where quality is judged);
+* an image that cannot be read (a moved media folder, a damaged file, an unknown image)
+  becomes a drawn placeholder, "image unavailable", for that image only; the error, with
+  its paths, goes to the server log (logger ``annotation.render``), never to the page.
+
+**The cache** (:func:`thumbnail`, :func:`thumbnail_bytes`). A page shows up to 7 references
+and 6 visual instructions (256 px), the output large (1024 px) and an enlarge view (2048
+px); decoding 14 full-size images on every rerun is what makes a page slow, so each
+(image, size) is re-encoded once and kept in ``<media_dir>/served/<max_side>/<sha256>.<ext>``:
+
+* the key is the SHA-256 of the imported file and the size, so a cached file never goes
+  stale (media files are content-addressed and never change). The name is never shown to
+  a browser: pages pass the bytes to ``st.image``, whose URL is a hash of the re-encoded
+  bytes, and errors are logged, not displayed; so the name, like the media file's own
+  name, reveals nothing to annotators. It is derived from content only, never from task,
+  output or generator ids;
 * a cache hit is two ``stat`` calls: the original is not opened;
-* aspect is kept and images are never upscaled (LANCZOS). An image whose longer side is
-  already ``<= max_side`` is not copied: its media path is returned, unless it is a BMP or
-  TIFF (browsers do not show those), which is converted;
-* format: **PNG** when the source has transparency or a palette (mode ``RGBA``, ``LA``,
-  ``P``, ``PA`` or a ``transparency`` entry), so edges and alpha stay exact; **JPEG quality
-  88** otherwise (fast to encode and decode, ~10x smaller than PNG for photos, and shown by
-  ``st.image`` without re-encoding). The EXIF orientation is applied;
+* aspect is kept and images are never upscaled (LANCZOS);
 * files are written to a unique temporary name in the same folder and moved into place
-  with :func:`os.replace`, so concurrent sessions see either no file or a whole one; two
-  sessions racing on the same thumbnail both write identical bytes.
+  with :func:`os.replace`, so concurrent sessions see either no file or a whole one.
 
-Tip for the page: ``st.image`` re-encodes an RGB **PNG** to JPEG unless it is given
-``output_format="PNG"``, and shrinks anything wider than 1460 px; JPEG thumbnails pass
-through untouched.
+(``served/`` replaced the ``thumbs/`` folder of earlier versions, whose small images were
+the originals and whose copies kept JPEG comments and PNG ICC profiles: it is not read, and
+may be deleted.)
+
+**Memory** (:func:`decode_for_display`). One image costs at most its decoded pixels (4
+bytes a pixel, 256 MB at the 64-megapixel import limit :data:`annotation.images.MAX_PIXELS`;
+larger files are refused before decoding) plus a reduced copy: JPEGs are decoded at reduced
+scale (``Image.draft``: 1/2 to 1/8) when they are larger than needed; other formats are
+decoded once, reduced by an integer factor (``Image.reduce``), and any conversion (a
+palette to RGBA, alpha premultiplied for resampling) is done strip by strip on the reduced
+rows, never on a full-size copy; only the reduced image is resampled, oriented and
+converted to sRGB. ``benchmarks/image_memory.py`` measures it against a bare Pillow decode.
+
+Tip for the page: pass ``output_format`` (the image's :attr:`BrowserImage.format`) to
+``st.image``, or it re-encodes an RGB PNG to JPEG; it also shrinks anything wider than
+1460 px (from the clean bytes, so nothing comes back).
 
 **Overlays** (:func:`overlay_layers`, :func:`draw_overlay`, :func:`overlay_png`). VIF-Bench
 visual instructions (layout boxes, wind/light arrows) are read from a task's ``meta`` and
@@ -45,39 +72,58 @@ import functools
 import hashlib
 import io
 import json
+import logging
 import math
 import os
 import re
 import uuid
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PIL import Image, ImageColor, ImageDraw, ImageFont, ImageOps
+from PIL import Image, ImageColor, ImageDraw, ImageFont
 
+from annotation.images import MAX_PIXELS, BadImage
 from annotation.vi_draw import ARROW_COLORS, subject_color
 
 if TYPE_CHECKING:
     from annotation.store import Store
 
+_LOG = logging.getLogger(__name__)
+
 #: Sizes (longer side, px) the annotation page asks for.
 STRIP_SIZE, LARGE_SIZE, ENLARGE_SIZE = 256, 1024, 2048
-THUMBS_DIR = "thumbs"
-OVERLAYS_DIR = "overlays"
+#: Cache folders under the media folder (re-encoded images; overlays).
+THUMBS_DIR = "served"
+OVERLAYS_DIR = "served-overlays"
 JPEG_QUALITY = 88
 JPEG_QUALITY_LARGE = 95
-#: Formats every browser shows; smaller images in these formats are served as they are.
-BROWSER_FORMATS = frozenset({"PNG", "JPEG", "MPO", "WEBP", "GIF"})
+#: ``Image.reduce`` first by an integer factor, leaving at least this much to LANCZOS.
+REDUCING_GAP = 2.0
+#: Rows converted at a time when a mode change is needed (about this many bytes a strip).
+STRIP_BYTES = 8 * 1024 * 1024
 #: Side of the VIF-Bench layout canvas, for pixel coordinates.
 CANVAS_SIZE = 1024
 #: A coordinate above this is a pixel coordinate, not a normalized one.
 PIXEL_THRESHOLD = 1.5
 #: Bumped when the drawing changes, so cached overlays of the old drawing are not reused.
-OVERLAY_VERSION = 1
+OVERLAY_VERSION = 2
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _ALPHA_MODES = frozenset({"RGBA", "LA", "PA", "RGBa", "La"})
+_PREMULTIPLIED = {"RGBA": "RGBa", "LA": "La"}
+_ORIENTATION = 0x0112
+_TRANSPOSE = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
 
 
 # =============================================================================== thumbnails
@@ -101,21 +147,23 @@ def _cached(path: Path) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=4096)
-def _header(path: str) -> tuple[str, int, int, bool]:
-    """``(format, width, height, keeps_png)`` from the header of an image (no pixel
-    decoding); ``keeps_png``: transparency or a palette, which a thumbnail keeps as PNG.
-
-    Cached per process: media files are content-addressed, so their header never changes.
-    """
-    with Image.open(path) as im:
-        keeps_png = _has_alpha(im) or im.mode in ("P", "1")
-        return str(im.format), im.width, im.height, keeps_png
-
-
 def _has_alpha(im: Image.Image) -> bool:
     """Whether ``im`` has an alpha band or a transparent colour."""
     return im.mode in _ALPHA_MODES or "transparency" in im.info
+
+
+def _keeps_png(im: Image.Image) -> bool:
+    """Transparency or a palette: served as PNG, so edges and alpha stay exact."""
+    return _has_alpha(im) or im.mode in ("P", "1")
+
+
+def _display_mode(im: Image.Image) -> str:
+    """The mode an image is shown in: RGBA or LA with transparency, else RGB or L."""
+    if _has_alpha(im):
+        return "LA" if im.mode in ("L", "LA", "La") else "RGBA"
+    if im.mode in ("RGB", "L"):
+        return im.mode
+    return "L" if im.mode == "1" else "RGB"
 
 
 def _atomic_write(target: Path, write: Any) -> Path:
@@ -133,36 +181,134 @@ def _atomic_write(target: Path, write: Any) -> Path:
 
 
 def thumbnail_path(store: Store, sha256: str, max_side: int, ext: str) -> Path:
-    """Where the ``max_side`` thumbnail of ``sha256`` is cached, for extension ``ext``."""
+    """Where the ``max_side`` re-encoded copy of ``sha256`` is cached, for extension ``ext``."""
     return store.media_dir / THUMBS_DIR / str(max_side) / f"{sha256}.{ext}"
 
 
-def _make_thumbnail(source: Path, store: Store, sha256: str, max_side: int) -> Path:
-    with Image.open(source) as opened:
-        opened.draft(None, (2 * max_side, 2 * max_side))  # JPEG: decode at a reduced scale
-        as_png = _has_alpha(opened) or opened.mode in ("P", "1")
-        im: Image.Image = opened
-        ImageOps.exif_transpose(im, in_place=True)  # no copy: the file is ours to change
-        if _has_alpha(im):
-            im = im.convert("LA" if im.mode in ("L", "LA", "La") else "RGBA")
-        elif im.mode not in ("RGB", "L"):
-            im = im.convert("RGB")
-        im.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)  # never upscales
+def _target_size(width: int, height: int, max_side: int) -> tuple[int, int]:
+    """``(width, height)`` scaled so the longer side is at most ``max_side`` (never up)."""
+    scale = min(max_side / width, max_side / height, 1.0)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def _reduced(im: Image.Image, mode: str, factor: int) -> Image.Image:
+    """``im`` converted to ``mode`` and reduced by ``factor`` (box average), strip by strip:
+    a strip of rows is converted, reduced and pasted, so no full-size converted copy is ever
+    made. The same pixels as ``im.convert(mode).reduce(factor)``."""
+    width, height = im.size
+    out = Image.new(mode, (-(-width // factor), -(-height // factor)))
+    rows = max(factor, STRIP_BYTES // (4 * width) // factor * factor)
+    for top in range(0, height, rows):
+        strip = im.crop((0, top, width, min(height, top + rows)))
+        if strip.mode != mode:
+            direct = mode if mode not in ("RGBa", "La") else {"RGBa": "RGBA", "La": "LA"}[mode]
+            strip = strip.convert(direct)
+            if strip.mode != mode:
+                strip = strip.convert(mode)
+        if factor > 1:
+            strip = strip.reduce(factor)
+        out.paste(strip, (0, top // factor))
+    return out
+
+
+def _shrink(im: Image.Image, max_side: int) -> Image.Image:
+    """``im`` (loaded) at most ``max_side`` on its longer side, in its display mode.
+
+    Without a mode change: reduced by an integer factor leaving :data:`REDUCING_GAP` to
+    LANCZOS (what ``Image.thumbnail`` does). With one (palette, alpha, ...): converted and
+    reduced strip by strip (:func:`_reduced`), as far as an integer factor goes, then
+    LANCZOS on the reduced image. Alpha is resampled premultiplied.
+    """
+    shown = _display_mode(im)
+    work = _PREMULTIPLIED.get(shown, shown)
+    size = _target_size(im.width, im.height, max_side)
+    ratio = min(im.width / size[0], im.height / size[1])
+    if im.mode == work:
+        factor = int(ratio / REDUCING_GAP)
+        small = im.reduce(factor) if factor >= 2 else im
+    else:
+        small = _reduced(im, work, max(1, int(ratio)))
+    if small.size != size:
+        small = small.resize(size, Image.Resampling.LANCZOS)
+    return small.convert(shown) if small.mode != shown else small
+
+
+def _to_srgb(im: Image.Image, icc: bytes | None) -> Image.Image:
+    """``im`` converted from its embedded ICC profile to sRGB (unchanged without one, or
+    when the profile does not fit the image)."""
+    if not icc:
+        return im
+    try:
+        from PIL import ImageCms
+
+        source = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+        srgb = ImageCms.createProfile("sRGB")
+        converted = ImageCms.profileToProfile(im, source, srgb, outputMode=im.mode)
+        return converted if converted is not None else im
+    except Exception as exc:  # a broken or unsupported profile: keep the pixels as they are
+        _LOG.debug("ICC profile not applied: %s", exc)
+        return im
+
+
+def decode_for_display(source: Path, max_side: int) -> Image.Image:
+    """The pixels of the image file ``source``, at most ``max_side`` on the longer side,
+    oriented (EXIF), in sRGB, mode RGB, RGBA, L or LA, and nothing else: a fresh image
+    without ``info`` (no EXIF, ICC, text, comment), without a palette.
+
+    Memory: the decoded pixels (JPEG at reduced scale via ``draft``) plus the reduced image;
+    see the module docstring. Raises :class:`annotation.images.BadImage` for an image over
+    :data:`annotation.images.MAX_PIXELS` (checked from the header), and whatever Pillow
+    raises for a file it cannot read.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        with Image.open(source) as im:
+            if im.width * im.height > MAX_PIXELS:
+                raise BadImage(f"{im.width}x{im.height} pixels, over the limit of {MAX_PIXELS}")
+            # JPEG: decode at the smallest of 1/2..1/8 scale still at least max_side (the
+            # scaled inverse DCT is itself a proper low-pass filter)
+            im.draft(None, (max_side, max_side))
+            im.load()
+            orientation = im.getexif().get(_ORIENTATION, 1)
+            icc = im.info.get("icc_profile")
+            small = _shrink(im, max_side)
+    small = _to_srgb(small, icc)
+    if orientation in _TRANSPOSE:
+        small = small.transpose(_TRANSPOSE[orientation])
+    return Image.frombytes(small.mode, small.size, small.tobytes())  # pixels only
+
+
+def _encode(im: Image.Image, as_png: bool, max_side: int) -> tuple[bytes, str]:
+    """``im`` (pixels only, see :func:`decode_for_display`) as PNG or JPEG bytes."""
+    buffer = io.BytesIO()
     if as_png:
-        target = thumbnail_path(store, sha256, max_side, "png")
-        return _atomic_write(target, lambda fh: im.save(fh, "PNG", compress_level=3))
-    target = thumbnail_path(store, sha256, max_side, "jpg")
+        im.save(buffer, "PNG", compress_level=3)
+        return buffer.getvalue(), "png"
     # the large views are what quality is judged on: a near-lossless JPEG there
-    quality = JPEG_QUALITY_LARGE if max_side >= 1024 else JPEG_QUALITY
-    return _atomic_write(target, lambda fh: im.save(fh, "JPEG", quality=quality))
+    quality = JPEG_QUALITY_LARGE if max_side >= LARGE_SIZE else JPEG_QUALITY
+    im.save(buffer, "JPEG", quality=quality)
+    return buffer.getvalue(), "jpg"
+
+
+def _source_keeps_png(source: Path) -> bool:
+    with Image.open(source) as im:  # the header only
+        return _keeps_png(im)
+
+
+def _make_thumbnail(source: Path, store: Store, sha256: str, max_side: int) -> Path:
+    as_png = _source_keeps_png(source)
+    data, ext = _encode(decode_for_display(source, max_side), as_png, max_side)
+    target = thumbnail_path(store, sha256, max_side, ext)
+    return _atomic_write(target, lambda fh: fh.write(data))
 
 
 def thumbnail(store: Store, sha256: str, max_side: int) -> Path:
-    """Path of a copy of stored image ``sha256`` whose longer side is at most ``max_side``.
+    """Path of the cached copy of stored image ``sha256``, re-encoded from its pixels, whose
+    longer side is at most ``max_side``: never the imported file itself.
 
-    Returns the cached file when there is one (without opening the original), else the
-    original media path when it is already small enough and browser-viewable, else makes,
-    caches and returns the thumbnail. Raises :class:`KeyError` for an unknown image.
+    Returns the cached file when there is one (without opening the original), else makes,
+    caches and returns it. Raises :class:`KeyError` for an unknown image, and what
+    :func:`decode_for_display` raises for one that cannot be read.
     """
     _check_sha(sha256)
     _check_size(max_side)
@@ -170,20 +316,78 @@ def thumbnail(store: Store, sha256: str, max_side: int) -> Path:
         cached = thumbnail_path(store, sha256, max_side, ext)
         if _cached(cached):
             return cached
-    source = store.file_path(sha256)
-    fmt, width, height, keeps_png = _header(str(source))
-    # Served as it is only when the browser would get these bytes anyway: a JPEG, or a
-    # PNG/GIF/WebP with transparency or a palette. An opaque PNG would be re-encoded to
-    # JPEG by st.image on every page run (~30 ms for 1024x1024): cache that JPEG once.
-    if max(width, height) <= max_side and (fmt == "JPEG"
-                                           or (fmt in BROWSER_FORMATS and keeps_png)):
-        return source
-    return _make_thumbnail(source, store, sha256, max_side)
+    return _make_thumbnail(store.file_path(sha256), store, sha256, max_side)
 
 
 def thumbnail_bytes(store: Store, sha256: str, max_side: int) -> bytes:
-    """The bytes of :func:`thumbnail` (ready for ``st.image``)."""
+    """The bytes of :func:`thumbnail`."""
     return thumbnail(store, sha256, max_side).read_bytes()
+
+
+@dataclass(frozen=True)
+class BrowserImage:
+    """Bytes for ``st.image``: ``format`` is ``"PNG"`` or ``"JPEG"`` (give it to ``st.image``
+    as ``output_format``); ``available`` is False for the placeholder."""
+
+    data: bytes
+    format: str
+    available: bool = True
+
+    def pil(self) -> Image.Image:
+        """The image, decoded (for a chart that needs pixels)."""
+        with Image.open(io.BytesIO(self.data)) as im:
+            im.load()
+            return im.copy()
+
+
+@functools.lru_cache(maxsize=32)
+def placeholder_png(max_side: int) -> bytes:
+    """A drawn "image unavailable" card (PNG), 4:3, at most ``max_side`` and 640 px wide."""
+    width = max(64, min(max_side, 640))
+    height = width * 3 // 4
+    im = Image.new("RGB", (width, height), (236, 236, 236))
+    draw = ImageDraw.Draw(im)
+    edge = max(1, width // 160)
+    draw.rectangle((0, 0, width - 1, height - 1), outline=(170, 170, 170), width=edge)
+    draw.line((0, 0, width - 1, height - 1), fill=(210, 210, 210), width=edge)
+    draw.line((0, height - 1, width - 1, 0), fill=(210, 210, 210), width=edge)
+    font = _font(max(10, width // 14))
+    text = "image unavailable"
+    left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
+    x, y = (width - (right - left)) / 2 - left, (height - (bottom - top)) / 2 - top
+    pad = width // 40
+    draw.rectangle((x + left - pad, y + top - pad, x + right + pad, y + bottom + pad),
+                   fill=(236, 236, 236))
+    draw.text((x, y), text, fill=(90, 90, 90), font=font)
+    buffer = io.BytesIO()
+    im.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+_logged: set[tuple[str, int, str]] = set()
+
+
+def browser_image(store: Store, sha256: str | None, max_side: int, *,
+                  task_meta: Any = None) -> BrowserImage:
+    """What a browser is given for stored image ``sha256`` at ``max_side``: re-encoded from
+    its pixels (:func:`thumbnail`), or with ``task_meta`` the output with its VI overlay
+    drawn (:func:`overlay_png`). Never raises for an image that cannot be shown: that image
+    becomes the placeholder (:func:`placeholder_png`, ``available=False``) and the error is
+    logged on the server (once per image, size and kind of error and process)."""
+    try:
+        if sha256 is None:
+            raise KeyError("no image")
+        if task_meta is not None:
+            return BrowserImage(overlay_png(store, sha256, task_meta, max_side), "PNG")
+        path = thumbnail(store, sha256, max_side)
+        return BrowserImage(path.read_bytes(), "PNG" if path.suffix == ".png" else "JPEG")
+    except Exception as exc:  # never let one image break the page
+        key = (str(sha256), max_side, type(exc).__name__)
+        level = logging.DEBUG if key in _logged else logging.WARNING
+        _logged.add(key)
+        _LOG.log(level, "image %s at %d px is unavailable, showing a placeholder: %s: %s",
+                 sha256, max_side, type(exc).__name__, exc)
+        return BrowserImage(placeholder_png(max_side), "PNG", available=False)
 
 
 # ================================================================================= shapes
@@ -560,8 +764,10 @@ def overlay_png(
 ) -> bytes:
     """PNG bytes of the output ``output_sha256`` at ``max_side`` with the task's VI overlay.
 
-    Cached in ``<media_dir>/overlays/<max_side>/<sha256>-<shapes_key>.png`` (written
-    atomically), so a change of the task's layout or arrows gives a new file.
+    Drawn on the re-encoded copy (:func:`thumbnail`) and encoded from pixels only, like
+    every served image. Cached in ``<media_dir>/served-overlays/<max_side>/<sha256>-<shapes
+    key>.png`` (written atomically), so a change of the task's layout or arrows gives a new
+    file.
     """
     _check_sha(output_sha256)
     _check_size(max_side)
@@ -574,12 +780,12 @@ def overlay_png(
     )
     if _cached(target):
         return target.read_bytes()
-    source = thumbnail(store, output_sha256, max_side)
+    source = thumbnail(store, output_sha256, max_side)  # re-encoded, oriented already
     with Image.open(source) as opened:
-        im = ImageOps.exif_transpose(opened)
-        drawn = draw_overlay(im, shapes, alpha)
+        drawn = draw_overlay(opened, shapes, alpha)
+    clean = Image.frombytes(drawn.mode, drawn.size, drawn.tobytes())  # pixels only
     buffer = io.BytesIO()
-    drawn.save(buffer, "PNG", compress_level=3)
+    clean.save(buffer, "PNG", compress_level=3)
     data = buffer.getvalue()
     _atomic_write(target, lambda fh: fh.write(data))
     return data

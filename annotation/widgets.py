@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
+from annotation import render
 from annotation.app_state import current_user
 from annotation.auth import User
+
+if TYPE_CHECKING:
+    from annotation.store import Store
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#.!|<>~$:&])")
 _LINE_BREAK = re.compile(r"\r\n?|\n")
@@ -57,3 +62,14 @@ def not_built(title: str, what: str, issue: int, role: str | None = None) -> Non
         f"Not built yet: {what} comes with issue #{issue}. The data it needs is already in "
         "the project database (see Overview)."
     )
+
+
+def show_image(store: Store, sha256: str | None, max_side: int, *, caption: str | None = None,
+               width: Any = "stretch", task_meta: Any = None) -> render.BrowserImage:
+    """Show stored image ``sha256`` at ``max_side``: the only way pages put an image on
+    screen. The bytes are :func:`annotation.render.browser_image`'s (re-encoded from pixels,
+    no metadata, a placeholder when the image cannot be read); ``task_meta`` draws the VI
+    overlay. ``caption`` must already be escaped (:func:`inert`). Returns what was shown."""
+    image = render.browser_image(store, sha256, max_side, task_meta=task_meta)
+    st.image(image.data, caption=caption, width=width, output_format=image.format)
+    return image

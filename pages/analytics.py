@@ -19,7 +19,7 @@ from annotation.ratings import AVERAGE
 from annotation.report import ReportOptions, build_report
 from annotation.store import Store
 from annotation.study import StudyData, load_study
-from annotation.widgets import inert, require
+from annotation.widgets import inert, require, show_image
 from annotation.workflow import load_item
 
 require("admin")
@@ -370,14 +370,14 @@ with tab_items:
         if item.output_sha256 is None:
             st.warning("The image of this output is not in the project.")
         else:
-            st.image(str(render.thumbnail(store, item.output_sha256, 1024)), width="stretch")
+            show_image(store, item.output_sha256, render.LARGE_SIZE)
         if item.images:
             st.caption("Inputs")
             grid = st.columns(4)
             for i, image in enumerate(item.images):
                 with grid[i % 4]:
-                    st.image(str(render.thumbnail(store, image.sha256, 256)),
-                             caption=inert(image.short_caption), width="stretch")
+                    show_image(store, image.sha256, render.STRIP_SIZE,
+                               caption=inert(image.short_caption))
     with answers:
         questions = store.questions_df()
         texts = dict(zip(questions.question_id, questions.text, strict=True))

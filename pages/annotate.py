@@ -1,8 +1,9 @@
 """The annotator workspace: one output at a time, keyboard first, blind.
 
-Layout only: the controller is annotation.session.AnnotationSession; images come from the
-thumbnail cache in annotation.render. No pass answer, judge output or generator name is
-ever put on this page (AnnotatorItem has no field for them).
+Layout only: the controller is annotation.session.AnnotationSession; images come from
+annotation.widgets.show_image (re-encoded from pixels, a placeholder if unreadable). No pass
+answer, judge output or generator name is ever put on this page (AnnotatorItem has no field
+for them).
 """
 
 import streamlit as st
@@ -12,7 +13,7 @@ from annotation.app_state import open_store
 from annotation.checklist import group_questions
 from annotation.readouts import readouts
 from annotation.session import AnnotationSession
-from annotation.widgets import inert, require, safe_markdown
+from annotation.widgets import inert, require, safe_markdown, show_image
 
 ANSWER_TEXT = {"yes": "Yes", "no": "No", "cant_tell": "Can't tell"}
 
@@ -82,8 +83,8 @@ with inputs_area:
         grid = st.columns(2)
         for i, image in enumerate(group):
             with grid[i % 2]:
-                st.image(str(render.thumbnail(store, image.sha256, 256)),
-                         caption=inert(image.short_caption), width="stretch")
+                show_image(store, image.sha256, render.STRIP_SIZE,
+                           caption=inert(image.short_caption))
 
     words = readouts(item.task_meta)
     if words:
@@ -103,17 +104,13 @@ with output_area:
         compare = st.session_state.get(f"compare-{item.token}")
         output_col, other_col = st.columns(2) if compare is not None else (st.container(), None)
         with output_col:
-            if show_guides:
-                st.image(render.overlay_png(store, item.output_sha256, item.task_meta, 1024),
-                         width="stretch")
-            else:
-                st.image(str(render.thumbnail(store, item.output_sha256, 1024)),
-                         width="stretch")
+            show_image(store, item.output_sha256, render.LARGE_SIZE,
+                       task_meta=item.task_meta if show_guides else None)
         if other_col is not None:
             chosen = next(im for im in item.images if im.index == compare)
             with other_col:
-                st.image(str(render.thumbnail(store, chosen.sha256, 1024)), width="stretch",
-                         caption=inert(chosen.caption))
+                show_image(store, chosen.sha256, render.LARGE_SIZE,
+                           caption=inert(chosen.caption))
         if shapes:
             st.toggle("Layout guides", key="guides",
                       help="Draw the instructed boxes and arrows, semi-transparent, over the "
@@ -126,8 +123,7 @@ with output_area:
         if st.button("Enlarge", icon=":material/zoom_in:", shortcut="E"):
             @st.dialog("Generated output", width="large")
             def enlarge() -> None:
-                st.image(str(render.thumbnail(store, item.output_sha256, 2048)),
-                         width="stretch")
+                show_image(store, item.output_sha256, render.ENLARGE_SIZE)
             enlarge()
 
 # ------------------------------------------------------------------ questions and ratings

@@ -8,13 +8,12 @@ automatic decision with the rule that fired; then the verifier's verdict.
 
 import streamlit as st
 
-from annotation import render
 from annotation import verification as vf
 from annotation.app_state import open_store
 from annotation.conflicts import normalize_yaw
 from annotation.readouts import readouts
 from annotation.verify_session import VerifySession
-from annotation.widgets import inert, require
+from annotation.widgets import inert, require, show_image
 
 TITLES = {"orientation": "Orientation", "light": "Light", "wind": "Wind", "pose": "Pose"}
 MEANING = {
@@ -76,8 +75,7 @@ if not revealed:
 
 def thumb(index: int, width: int = 384) -> None:
     image = next(im for im in item.images if im.index == index)
-    st.image(str(render.thumbnail(store, image.sha256, width)), caption=inert(image.caption),
-             width="stretch")
+    show_image(store, image.sha256, width, caption=inert(image.caption))
 
 
 def save(index: int, attribute: str, key: str) -> None:

@@ -5,11 +5,9 @@ annotation.tree_review stores the reviewer's answers and decides when the automa
 localization may be shown (after every failing instance is answered).
 """
 
-import io
 
 import plotly.graph_objects as go
 import streamlit as st
-from PIL import Image
 
 from annotation import render
 from annotation import tree_review as tr
@@ -21,7 +19,7 @@ from annotation.trees import (
     question_passes,
     task_questions,
 )
-from annotation.widgets import inert, require
+from annotation.widgets import inert, require, show_image
 
 user = require()
 store = open_store(st.session_state)
@@ -75,7 +73,7 @@ with node_col:
     node = item.tree.node(selected)
     sha = item.node_images.get(selected)
     if sha:
-        st.image(str(render.thumbnail(store, sha, 512)), width="stretch")
+        show_image(store, sha, 512)
     else:
         st.warning("No image for this node.")
     st.code(node.formula, language=None)
@@ -134,9 +132,12 @@ for f in failing:
         note_key = f"n-{item.token}-{f.key}"
         st.text_input("Note (optional)", value=(r.note if r else "") or "", key=note_key,
                       disabled=r is None, on_change=save, args=(f, "note", note_key))
-        if r is not None and sha:
+        served = render.browser_image(store, sha, 512) if r is not None and sha else None
+        if served is not None and not served.available:
+            st.caption("The node's image is unavailable: no box can be marked on it.")
+        elif served is not None:
             with st.expander("Mark the failure on the selected node's image (box select)"):
-                image = Image.open(io.BytesIO(render.thumbnail(store, sha, 512).read_bytes()))
+                image = served.pil()
                 fig = go.Figure(go.Image(z=image.convert("RGB")))
                 fig.update_layout(dragmode="select", height=360, margin=dict(l=0, r=0, t=0, b=0))
                 event = st.plotly_chart(fig, on_select="rerun", selection_mode="box",

@@ -85,7 +85,7 @@ def _files(folder: Path) -> list[Path]:
 def test_thumbnail_keeps_aspect_and_content(project):
     store, sha = project["store"], project["png"]
     path = render.thumbnail(store, sha, 256)
-    assert path == store.media_dir / "thumbs" / "256" / f"{sha}.jpg"
+    assert path == store.media_dir / render.THUMBS_DIR / "256" / f"{sha}.jpg"
     with Image.open(path) as im:
         assert im.format == "JPEG"
         assert im.size == (256, 171)  # 1200x800 -> 256 x 170.7
@@ -112,16 +112,16 @@ def test_exif_orientation_is_applied(project):
         assert _close(im.getpixel((64, 236)), (0, 0, 255), 12)
 
 
-def test_never_upscaled_small_images_are_served_as_they_are(project):
+def test_never_upscaled_small_images_are_re_encoded_too(project):
     store = project["store"]
-    thumbs = store.media_dir / "thumbs"
-    # a small JPEG, and a small PNG with transparency or a palette: the original, no copy
-    assert render.thumbnail(store, project["jpg"], 2048) == store.file_path(project["jpg"])
-    assert render.thumbnail(store, project["palette"], 2048) == \
-        store.file_path(project["palette"])
-    assert _files(thumbs) == []
-    # an opaque PNG already within the size: a JPEG copy of the same size (the browser
-    # gets a JPEG either way; made once instead of at every page run), never upscaled
+    # a small JPEG, and a small PNG with a palette: a re-encoded copy, never the original
+    for key, suffix, size in (("jpg", ".jpg", (2000, 1000)), ("palette", ".png", (800, 800))):
+        copy = render.thumbnail(store, project[key], 2048)
+        assert copy != store.file_path(project[key]) and copy.suffix == suffix
+        assert copy.read_bytes() != store.file_path(project[key]).read_bytes()
+        with Image.open(copy) as im:
+            assert im.size == size
+    # an opaque PNG already within the size: a JPEG copy of the same size, never upscaled
     for side in (2048, 1200):
         copy = render.thumbnail(store, project["png"], side)
         assert copy != store.file_path(project["png"]) and copy.suffix == ".jpg"
@@ -185,9 +185,10 @@ def test_writes_are_atomic_and_leave_no_temporary_files(project, monkeypatch):
         for side in (256, 1024):
             render.thumbnail(store, sha, side)
     render.overlay_png(store, project["png"], project["meta"], 256)
-    files = _files(store.media_dir / "thumbs") + _files(store.media_dir / "overlays")
-    # png and jpg at 256 and 1024, rgba and palette at 256 (<= 1024 already), one overlay
-    assert len(files) == 7
+    files = (_files(store.media_dir / render.THUMBS_DIR)
+             + _files(store.media_dir / render.OVERLAYS_DIR))
+    # every image at 256 and 1024 (small ones re-encoded too), one overlay
+    assert len(files) == 9
     assert not [p for p in files if p.name.startswith(".") or p.suffix == ".tmp"]
 
     def broken_save(self: Image.Image, fp: Any, *args: object, **kwargs: object) -> None:
@@ -197,7 +198,7 @@ def test_writes_are_atomic_and_leave_no_temporary_files(project, monkeypatch):
     monkeypatch.setattr(Image.Image, "save", broken_save)
     with pytest.raises(OSError, match="disk full"):
         render.thumbnail(store, project["jpg"], 512)
-    folder = store.media_dir / "thumbs" / "512"
+    folder = store.media_dir / render.THUMBS_DIR / "512"
     assert _files(folder) == []  # neither a half thumbnail nor its temporary file
 
 
@@ -383,15 +384,15 @@ def test_overlay_png_is_cached_per_output_size_and_shapes(project):
     with Image.open(render.thumbnail(store, sha, 256)) as plain:
         assert _close(outside, plain.getpixel((200, 40)), 1)
         assert not _close(inside, plain.convert("RGB").getpixel((64, 140)), 10)
-    cached = _files(store.media_dir / "overlays")
+    cached = _files(store.media_dir / render.OVERLAYS_DIR)
     assert len(cached) == 1 and cached[0].read_bytes() == data
     store.file_path(sha).unlink()  # served from the overlay cache from now on
-    shutil.rmtree(store.media_dir / "thumbs")
+    shutil.rmtree(store.media_dir / render.THUMBS_DIR)
     assert render.overlay_png(store, sha, json.loads(meta), 256) == data
-    assert not (store.media_dir / "thumbs").exists()
+    assert not (store.media_dir / render.THUMBS_DIR).exists()
     store.file_path(sha).write_bytes(cached[0].read_bytes())  # any image: a new key reads it
     other = render.overlay_png(store, sha, {"layout": {"cat": [0.5, 0.1, 0.9, 0.5]}}, 256)
-    assert other != data and len(_files(store.media_dir / "overlays")) == 2
+    assert other != data and len(_files(store.media_dir / render.OVERLAYS_DIR)) == 2
 
 
 # ================================================================================ compare

@@ -4,6 +4,10 @@
 them against the store (:func:`annotation.validate.check_project`) and writes them in one
 transaction (:meth:`annotation.store.Store.write`). A new format is one new module here
 with ``detect(path) -> bool`` and ``read(path) -> ProjectData``, added to ``FORMATS``.
+
+Before anything is opened, a source that is, contains or lies inside the project's own
+files (database, ``-wal``, ``-shm``, media folder) is refused (:mod:`annotation.guard`):
+reading the database with an ordinary read would drop SQLite's locks in this process.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotation import bundle, validate
+from annotation import bundle, guard, validate
 from annotation.records import ImportRefused, Problem, ProjectData
 from annotation.store import Store
 
@@ -46,10 +50,20 @@ class ImportSummary:
         return "\n".join(parts)
 
 
+def check_source(path: Path, *dbs: str | Path) -> None:
+    """Raise ImportRefused if ``path`` is, contains or lies inside a file of the project being
+    written (``dbs``) or of any project this process serves (:func:`annotation.guard.
+    source_problem`). Nothing is opened."""
+    problem = guard.source_problem(path, dbs)
+    if problem is not None:
+        raise ImportRefused([Problem(str(path), None, None, problem)])
+
+
 def detect(path: Path) -> str:
     """Name the format of ``path`` (one of :data:`FORMATS`) or raise ImportRefused."""
     from annotation.importers import tiif, vif
 
+    check_source(path)
     if not path.exists():
         raise ImportRefused([Problem(str(path), None, None, "no such file or folder")])
     if bundle.is_bundle(path):
@@ -73,6 +87,9 @@ def load(path: Path, fmt: str | None = None, **options: object) -> Iterator[Proj
     from annotation.importers import tiif, vif
 
     path = Path(path)
+    check_source(path)
+    if isinstance(options.get("images"), str | Path):
+        check_source(Path(options["images"]))  # type: ignore[arg-type]
     fmt = fmt or detect(path)
     if options and fmt != "tiif-bench":
         raise ValueError(f"options {sorted(options)} apply to TIIF-Bench imports only")
@@ -109,8 +126,14 @@ def import_project(store: Store, project: ProjectData, *, user: str | None = Non
 def import_path(store: Store, path: str | Path, *, fmt: str | None = None,
                 user: str | None = None, progress: Progress = None, **options: object
                 ) -> ImportSummary:
-    """Detect, read, validate and write ``path``; raise ImportRefused (nothing written)."""
-    with load(Path(path), fmt, **options) as project:
+    """Detect, read, validate and write ``path``; raise ImportRefused (nothing written).
+
+    ``path`` (and a TIIF-Bench ``images`` folder) must not be, contain or lie inside the
+    files of ``store``: that is checked before anything is opened."""
+    check_source(Path(path), store.path)
+    if isinstance(options.get("images"), str | Path):
+        check_source(Path(options["images"]), store.path)  # type: ignore[arg-type]
+    with guard.importing(store.path), load(Path(path), fmt, **options) as project:
         project.source = str(Path(path).resolve())
         if progress:
             progress(1)

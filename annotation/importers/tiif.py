@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from annotation import guard
 from annotation.images import BadImage, BadPath, ImageProber, resolve_inside
 from annotation.records import (
     ImportRefused,
@@ -199,6 +200,10 @@ def _rel(root: Path, path: Path) -> str:
 
 def _read_jsonl(path: Path, rel: str, out: _Collector) -> list[tuple[int, Any]] | None:
     """``(line number, object)`` per non-blank line; ``None`` if any line is unreadable."""
+    protected = guard.file_problem(path)
+    if protected is not None:
+        out.error(rel, None, None, protected)
+        return None
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -377,6 +382,10 @@ def _read_results(root: Path, out: _Collector) -> list[_Result]:
             out.error(
                 rel, None, None, f"judge {judge!r} also named by folder {judge_folders[judge]}"
             )
+            continue
+        protected = guard.file_problem(path)
+        if protected is not None:
+            out.error(rel, None, None, protected)
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
