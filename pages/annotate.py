@@ -12,6 +12,7 @@ from annotation.app_state import open_store
 from annotation.checklist import group_questions
 from annotation.readouts import readouts
 from annotation.session import AnnotationSession
+from annotation.widget_keys import widget_key
 from annotation.widgets import inert, require, safe_markdown
 
 ANSWER_TEXT = {"yes": "Yes", "no": "No", "cant_tell": "Can't tell"}
@@ -100,7 +101,8 @@ with output_area:
     else:
         shapes = render.overlay_layers(item.task_meta)
         show_guides = bool(shapes) and st.session_state.get("guides", False)
-        compare = st.session_state.get(f"compare-{item.token}")
+        compare_key = widget_key("compare", item.output_id)
+        compare = st.session_state.get(compare_key)
         output_col, other_col = st.columns(2) if compare is not None else (st.container(), None)
         with output_col:
             if show_guides:
@@ -120,7 +122,7 @@ with output_area:
                            "output")
         st.selectbox(
             "Compare with", [None] + [im.index for im in item.images],
-            key=f"compare-{item.token}", label_visibility="collapsed",
+            key=compare_key, label_visibility="collapsed",
             format_func=lambda i: "Compare side by side with an input ..." if i is None
             else f"Compare with Image_{i}")
         if st.button("Enlarge", icon=":material/zoom_in:", shortcut="E"):
@@ -194,7 +196,7 @@ def answers_view() -> None:
             if not gate[q.question_id]:
                 st.markdown(f":gray[~~{text}~~ (not applicable)]")
                 continue
-            key = f"q-{item.token}-{q.question_id}-{given}"
+            key = widget_key("q", item.output_id, q.question_id, given)
             st.segmented_control(  # the question is the control's label: one element each
                 f"**▶ {text}**" if here else text, ["yes", "no", "cant_tell"], default=given,
                 key=key, format_func=ANSWER_TEXT.get,
@@ -208,7 +210,7 @@ def answers_view() -> None:
             score = f"{given:g}" if given is not None else "–"
             label = f"**▶ {inert(c.label)}**" if here else inert(c.label)
             st.button(f"{label} · {score}",
-                      key=f"c-{item.token}-{c.name}", type="tertiary",
+                      key=widget_key("c", item.output_id, c.name), type="tertiary",
                       icon=":material/star:" if given is not None
                       else ":material/radio_button_unchecked:",
                       on_click=session.go_to, args=(index[c.name],))
