@@ -9,6 +9,7 @@ import streamlit as st
 
 from annotation.app_state import current_user, open_store, sign_in, sign_out
 from annotation.auth import oidc_configured, user_from_oidc
+from annotation.incidents import run_guarded
 from annotation.widgets import inert
 
 st.set_page_config(page_title="judge-audit", page_icon=":material/fact_check:", layout="wide")
@@ -68,4 +69,4 @@ if user is not None:
             if oidc_configured() and getattr(st.user, "is_logged_in", False):
                 st.logout()
             st.rerun()
-navigation.run()
+run_guarded(navigation.run)  # an unexpected error: a short message and an incident id

@@ -10,6 +10,7 @@ import streamlit as st
 from annotation import render, workflow
 from annotation.app_state import open_store
 from annotation.checklist import group_questions
+from annotation.incidents import guarded
 from annotation.readouts import readouts
 from annotation.session import AnnotationSession
 from annotation.widget_keys import widget_key
@@ -127,6 +128,7 @@ with output_area:
             else f"Compare with Image_{i}")
         if st.button("Enlarge", icon=":material/zoom_in:", shortcut="E"):
             @st.dialog("Generated output", width="large")
+            @guarded
             def enlarge() -> None:
                 st.image(str(render.thumbnail(store, item.output_sha256, 2048)),
                          width="stretch")
@@ -134,6 +136,7 @@ with output_area:
 
 # ------------------------------------------------------------------ questions and ratings
 @st.fragment
+@guarded
 def answers_view() -> None:
     """The answer panel. A fragment: an answer reruns only this panel, not the images."""
     session = AnnotationSession(store, user.name, st.session_state["annotate"])
@@ -240,6 +243,7 @@ with answer_panel:
             st.session_state["flag_open"] = False
 
         @st.dialog("Flag this item", on_dismiss=close_flag)
+        @guarded
         def flag_dialog() -> None:
             reason = st.radio("Reason", workflow.FLAG_REASONS,
                               format_func=lambda r: r.replace("_", " ").capitalize())
