@@ -4,6 +4,7 @@
     judge-audit export --db DB --out DIR [--zip]
     judge-audit demo --db DB
     judge-audit serve [--db DB] [--port P] [--host H]
+    judge-audit check --db DB [--json]
     judge-audit info --db DB [--json]
     judge-audit user add NAME --role annotator|admin [--email E] --db DB
     judge-audit user list --db DB [--json]
@@ -118,6 +119,18 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"  #{row['import_id']} {row['started_at'][:19]} {row['format']:<10} "
               f"{row['source']}  ({counts}; {len(row['warnings'])} warnings)")
     return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Check the database and its images; exit 1 with the problems and what to restore."""
+    from annotation.check import check_project
+
+    report = check_project(args.db)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(report.text(), file=sys.stdout if report.ok else sys.stderr)
+    return 0 if report.ok else 1
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -376,6 +389,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", required=True)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("check", help="check the database and every image it names; say what "
+                                     "to restore")
+    p.add_argument("--db", required=True)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("user", help="manage the accounts of the app")
     users = p.add_subparsers(dest="user_command", required=True)
