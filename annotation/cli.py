@@ -229,10 +229,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.db:
         print(f"judge-audit: preparing the demo project at {db}", file=sys.stderr)
         project_files.ensure_demo_db(db)
-    project_files.app_path()  # a checkout: app.py and serve_app.py beside the package
+    project_files.app_path()  # a checkout: app.py and server.py beside the package
     env = dict(os.environ, JUDGE_AUDIT_DB=str(db.resolve()),
                JUDGE_AUDIT_DEMO="0" if args.db else "1")
-    cmd = serve_command(project_files.serve_app_path(), args.host, args.port)
+    cmd = serve_command(project_files.server_path(), args.host, args.port)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"judge-audit: serving {db} on http://{shown}:{args.port}", file=sys.stderr)
     if args.host not in LOOPBACK:

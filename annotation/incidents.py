@@ -5,7 +5,7 @@ Streamlit shows an uncaught exception in the browser with its message and traceb
 (``client.showErrorDetails = "full"`` by default): server paths, SQL, file names of the
 media folder. Pages are run through :func:`run_guarded` (``app.py`` wraps the page it
 navigates to) and fragments are decorated with :func:`guarded`; ``judge-audit serve``
-also passes :func:`on_script_error` to the server (``serve_app.py``), which covers widget
+also passes :func:`on_script_error` to the server (``server.py``), which covers widget
 callbacks and ``app.py`` itself, and sets ``client.showErrorDetails = "none"`` as the last
 line of defence. Each incident is logged once at ERROR level, with its id and the full
 traceback, on the ``judge_audit.incidents`` logger (stderr).

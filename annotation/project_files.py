@@ -25,9 +25,9 @@ def app_path() -> Path:
     return path
 
 
-def serve_app_path() -> Path:
-    """``serve_app.py`` beside ``app.py``: the app as ``judge-audit serve`` runs it."""
-    path = REPO_ROOT / "serve_app.py"
+def server_path() -> Path:
+    """``server.py`` beside ``app.py``: the app as ``judge-audit serve`` runs it."""
+    path = REPO_ROOT / "server.py"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: install judge-audit from a checkout")
     return path

@@ -1,6 +1,6 @@
 """What ``judge-audit serve`` adds around the Streamlit app (issue #12, items 2 and 5).
 
-``serve_app.py`` (beside ``app.py``) wraps the app in Streamlit's ASGI ``App`` with:
+``server.py`` (beside ``app.py``) wraps the app in Streamlit's ASGI ``App`` with:
 
 * :class:`SecurityHeaders`: ``X-Frame-Options: DENY``, ``Content-Security-Policy:
   frame-ancestors 'none'``, ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy:

@@ -170,7 +170,7 @@ def options(argv: list[str]) -> dict[str, str]:
 
 def test_serve_runs_the_locked_down_launcher_on_loopback(demo_db, monkeypatch, capsys):
     argv, env = served_argv(monkeypatch, "--db", str(demo_db), "--port", "8599")
-    assert argv[argv.index("run") + 1] == str(ROOT / "serve_app.py")
+    assert argv[argv.index("run") + 1] == str(ROOT / "server.py")
     given = options(argv)
     assert given["server.address"] == "127.0.0.1" and given["server.port"] == "8599"
     assert given["client.showErrorDetails"] == "none"
@@ -200,8 +200,8 @@ def test_serve_host_is_passed_and_warned_about(demo_db, monkeypatch, capsys):
 def test_the_launcher_is_an_asgi_app_streamlit_run_finds():
     from streamlit.web.server.app_discovery import discover_asgi_app
 
-    found = discover_asgi_app(ROOT / "serve_app.py")
-    assert found.is_asgi_app and found.import_string == "serve_app:app"
+    found = discover_asgi_app(ROOT / "server.py")
+    assert found.is_asgi_app and found.import_string == "server:app"
 
 
 # ------------------------------------------------------------------ the websocket guard

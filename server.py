@@ -1,6 +1,6 @@
 """The app as ``judge-audit serve`` runs it: ``app.py`` in Streamlit's ASGI ``App``.
 
-``streamlit run serve_app.py`` finds ``app`` below and serves ``app.py`` with security
+``streamlit run server.py`` finds ``app`` below and serves ``app.py`` with security
 headers on every response, the server's paths kept out of the websocket frames and a short
 message with an incident id for errors (:mod:`annotation.served`,
 :mod:`annotation.incidents`). ``streamlit run app.py`` still works, without them.
