@@ -9,6 +9,8 @@ import streamlit as st
 
 from annotation.app_state import current_user, open_store, sign_in, sign_out
 from annotation.auth import oidc_configured, user_from_oidc
+from annotation.incidents import run_guarded
+from annotation.widgets import inert
 
 st.set_page_config(page_title="judge-audit", page_icon=":material/fact_check:", layout="wide")
 
@@ -61,10 +63,10 @@ if user is not None:
             for page in pages:
                 st.page_link(page)
         st.divider()
-        st.caption(f"Signed in as **{user.name}** ({user.role})")
+        st.caption(f"Signed in as **{inert(user.name)}** ({user.role})")
         if st.button("Sign out", icon=":material/logout:"):
             sign_out(st.session_state)
             if oidc_configured() and getattr(st.user, "is_logged_in", False):
                 st.logout()
             st.rerun()
-navigation.run()
+run_guarded(navigation.run)  # an unexpected error: a short message and an incident id

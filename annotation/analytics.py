@@ -18,10 +18,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from annotation.csv_safe import csv_text
 from annotation.decisions import decisions, majority_of
 from annotation.paper_tables import VIF_STATS, judge_order
 from annotation.ratings import AVERAGE, HUMAN_LOO, HUMAN_MEAN, LOO_MEAN, with_average
-from annotation.report import neutralize_table
 from annotation.store import Store
 from annotation.study import StudyData
 
@@ -369,8 +369,8 @@ def group_options(study: StudyData) -> list[str]:
 
 def csv_bytes(table: pd.DataFrame) -> bytes:
     """``table`` as UTF-8 CSV; text cells and column names a spreadsheet would run as a
-    formula (= + - @ tab CR first) get a ``'`` (:func:`annotation.report.neutralize_table`)."""
-    return neutralize_table(table).to_csv(index=False).encode("utf-8")
+    formula (= + - @ tab CR first) get a ``'`` (:func:`annotation.csv_safe.csv_text`)."""
+    return csv_text(table).encode("utf-8")
 
 
 def float_columns(table: pd.DataFrame) -> list[str]:

@@ -3,7 +3,8 @@
     judge-audit import SOURCE --db DB [--format F] [--quiet]
     judge-audit export --db DB --out DIR [--zip]
     judge-audit demo --db DB
-    judge-audit serve [--db DB] [--port P]
+    judge-audit serve [--db DB] [--port P] [--host H]
+    judge-audit check --db DB [--json]
     judge-audit info --db DB [--json]
     judge-audit user add NAME --role annotator|admin [--email E] --db DB
     judge-audit user list --db DB [--json]
@@ -120,6 +121,18 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Check the database and its images; exit 1 with the problems and what to restore."""
+    from annotation.check import check_project
+
+    report = check_project(args.db)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(report.text(), file=sys.stdout if report.ok else sys.stderr)
+    return 0 if report.ok else 1
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from annotation.report import ReportOptions, build_report, write_report
     from annotation.study import load_study
@@ -190,18 +203,41 @@ def cmd_trees(args: argparse.Namespace) -> int:
     return _write_results(args, write_tree_report)
 
 
+#: Largest upload (MB) the import page accepts; bigger bundles: a folder on the server or
+#: ``judge-audit import`` (the zip itself may hold up to 4 GiB uncompressed).
+MAX_UPLOAD_MB = 1024
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def serve_command(launcher: Path, host: str, port: int) -> list[str]:
+    """The ``streamlit run`` command line of ``judge-audit serve`` (README, Security):
+    bound to ``host``; no error details, tracebacks or data export in the browser; XSRF
+    and CORS protection on; uploads up to :data:`MAX_UPLOAD_MB`; no static folder and no
+    agent API, whatever a ``.streamlit/config.toml`` says."""
+    return [sys.executable, "-m", "streamlit", "run", str(launcher),
+            "--server.address", host, "--server.port", str(port),
+            "--server.headless", "true", "--browser.gatherUsageStats", "false",
+            "--client.toolbarMode", "minimal", "--client.showErrorDetails", "none",
+            "--client.disableDataExport", "true",
+            "--server.enableXsrfProtection", "true", "--server.enableCORS", "true",
+            "--server.maxUploadSize", str(MAX_UPLOAD_MB),
+            "--server.enableStaticServing", "false", "--server.enableAgentApi", "false"]
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     db = Path(args.db) if args.db else project_files.default_demo_db()
     if not args.db:
         print(f"judge-audit: preparing the demo project at {db}", file=sys.stderr)
         project_files.ensure_demo_db(db)
-    app = project_files.app_path()
+    project_files.app_path()  # a checkout: app.py and server.py beside the package
     env = dict(os.environ, JUDGE_AUDIT_DB=str(db.resolve()),
                JUDGE_AUDIT_DEMO="0" if args.db else "1")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app),
-           "--server.port", str(args.port), "--server.headless", "true",
-           "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal"]
-    print(f"judge-audit: serving {db} on http://localhost:{args.port}", file=sys.stderr)
+    cmd = serve_command(project_files.server_path(), args.host, args.port)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"judge-audit: serving {db} on http://{shown}:{args.port}", file=sys.stderr)
+    if args.host not in LOOPBACK:
+        print(f"judge-audit: listening on {args.host} over plain HTTP: put it behind a "
+              "reverse proxy with TLS (README, Security)", file=sys.stderr)
     sys.stderr.flush()
     # become the Streamlit server (no child process): signals reach it directly
     os.execve(sys.executable, cmd, env)
@@ -344,12 +380,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="start the app (the demo project without --db)")
     p.add_argument("--db", help="project database (default: the demo project)")
     p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1, this machine only; "
+                        "0.0.0.0 for every interface, behind a TLS reverse proxy)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("info", help="counts per table and the import log")
     p.add_argument("--db", required=True)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("check", help="check the database and every image it names; say what "
+                                     "to restore")
+    p.add_argument("--db", required=True)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("user", help="manage the accounts of the app")
     users = p.add_subparsers(dest="user_command", required=True)

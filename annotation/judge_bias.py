@@ -29,6 +29,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from annotation.ratings import AVERAGE, ENSEMBLE, ensemble_scores, own_scale, with_average
+from annotation.report_figures import plot_text
 from annotation.stats.bland_altman import COLUMNS as LOA_COLUMNS
 from annotation.stats.bland_altman import limits_of_agreement
 from annotation.study import StudyData
@@ -120,7 +121,7 @@ def bland_altman_figure(study_or_pairs: StudyData | pd.DataFrame, judge: str,
                                 g.human_mean.to_numpy(float)).iloc[0]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=x, y=d, mode="markers", name="outputs",
-                             text=g.output_id.astype(str), hovertemplate=(
+                             text=g.output_id.map(plot_text), hovertemplate=(
                                  "%{text}<br>mean %{x:.2f}<br>judge - human %{y:.2f}"
                                  "<extra></extra>")))
     lines = (("mean_diff", "mean difference", "mean_diff_lo", "mean_diff_hi", "solid"),
@@ -142,7 +143,8 @@ def bland_altman_figure(study_or_pairs: StudyData | pd.DataFrame, judge: str,
                                  line={"dash": "dash"},
                                  name=f"slope {stats['slope']:.2f} (p {stats['slope_p']:.2g})"))
     fig.update_layout(height=420, legend_title_text="",
-                      title=f"{judge}: {criterion} (n = {int(stats['n'])})",
+                      title=f"{plot_text(judge)}: {plot_text(criterion)} "
+                            f"(n = {int(stats['n'])})",
                       xaxis_title="mean of judge and human mean",
                       yaxis_title="judge - human mean")
     return fig

@@ -25,6 +25,14 @@ def app_path() -> Path:
     return path
 
 
+def server_path() -> Path:
+    """``server.py`` beside ``app.py``: the app as ``judge-audit serve`` runs it."""
+    path = REPO_ROOT / "server.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: install judge-audit from a checkout")
+    return path
+
+
 def default_demo_db() -> Path:
     """``$JUDGE_AUDIT_HOME/demo.db``, by default ``~/.judge-audit/demo.db``."""
     home = Path(os.environ.get("JUDGE_AUDIT_HOME", Path.home() / ".judge-audit"))

@@ -30,7 +30,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     with Store.open(args.db) as store:
         df = history(store, annotator=args.annotator, item=args.item)
     if args.csv:
-        df.to_csv(args.csv, index=False)
+        from annotation.csv_safe import write_csv
+
+        write_csv(df, args.csv)  # formula cells neutralized (annotator names, notes, ids)
         if not args.quiet:
             print(f"{len(df):,} events written to {args.csv}")
         return 0

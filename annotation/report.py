@@ -46,6 +46,9 @@ from annotation.checklist_agreement import (
     mcnemar_table,
     study_decisions,
 )
+from annotation.csv_safe import FORMULA_STARTS as FORMULA_STARTS  # re-exported
+from annotation.csv_safe import neutralize_table as neutralize_table  # re-exported
+from annotation.csv_safe import write_csv
 from annotation.decisions import UNANSWERED
 from annotation.human_reliability import reliability_table
 from annotation.judge_bias import bland_altman_table
@@ -205,35 +208,10 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
     return tables
 
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-"""What a spreadsheet may read as the start of a formula (OWASP's list for CSV injection)."""
-
-
-def _neutralize(value: object) -> object:
-    """CSV formula injection: a text cell starting with = + - @ (or a tab or carriage
-    return) is prefixed with ``'``. Numbers are left as they are: -0.5 stays a number."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
-def neutralize_table(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with every text cell and column name neutralized (:func:`_neutralize`),
-    ready for ``to_csv``: column names can come from the data too (annotators, groups)."""
-    safe = table.map(_neutralize)
-    if isinstance(safe.columns, pd.MultiIndex):
-        safe.columns = pd.MultiIndex.from_tuples(
-            [tuple(_neutralize(part) for part in column) for column in safe.columns],
-            names=safe.columns.names)
-    else:
-        safe.columns = [_neutralize(column) for column in safe.columns]
-    return safe
-
-
 def write_csvs(tables: dict[str, pd.DataFrame], out: Path,
                texts: dict[str, str] | None = None) -> list[Path]:
     """Write ``texts`` (``{file name: content}``, e.g. a JSONL export) and ``<name>.csv`` for
-    every table, neutralized against formula injection (:func:`neutralize_table`)."""
+    every table, neutralized against formula injection (:func:`annotation.csv_safe`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -243,7 +221,7 @@ def write_csvs(tables: dict[str, pd.DataFrame], out: Path,
         written.append(path)
     for name, table in tables.items():
         path = out / f"{name}.csv"
-        neutralize_table(table).to_csv(path, index=False)
+        write_csv(table, path)
         written.append(path)
     return written
 

@@ -18,12 +18,14 @@ message gives the position and a caret under it).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from annotation.csv_safe import write_csv
 from annotation.decompose import (
     RULES,
     DiagnosticNode,
@@ -98,10 +100,9 @@ def node_rows(nodes: tuple[DiagnosticNode, ...],
 
 
 def _cell(value: Any) -> Any:
+    """A list as ``a; b``; the CSV writer neutralizes formulas (:mod:`annotation.csv_safe`)."""
     if isinstance(value, list):
-        value = "; ".join(str(v) for v in value)
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@"):
-        return "'" + value  # CSV formula injection
+        return "; ".join(str(v) for v in value)
     return value
 
 
@@ -110,11 +111,8 @@ def _write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     jsonl = out / "nodes.jsonl"
     jsonl.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                      encoding="utf-8")
-    table = out / "nodes.csv"
-    with table.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows({k: _cell(v) for k, v in r.items()} for r in rows)
+    table = write_csv(pd.DataFrame([{k: _cell(v) for k, v in r.items()} for r in rows],
+                                   columns=list(rows[0])), out / "nodes.csv")
     return [jsonl, table]
 
 

@@ -646,7 +646,10 @@ def figure11_chart(curve: pd.DataFrame) -> Any:
         return None
     import plotly.express as px
 
-    fig = px.line(curve, x="rel_depth", y="pass_rate", color="operator", markers=True,
+    from annotation.report_figures import plot_columns
+
+    fig = px.line(plot_columns(curve, "operator"), x="rel_depth", y="pass_rate",
+                  color="operator", markers=True,
                   line_shape="hv", hover_data=["n"],
                   labels={"rel_depth": "relative depth (0 = root, 1 = leaf)",
                           "pass_rate": "cumulative pass rate", "operator": ""})
@@ -661,7 +664,10 @@ def table3_chart(long: pd.DataFrame) -> Any:
         return None
     import plotly.express as px
 
-    fig = px.bar(long.dropna(subset=["percent"]), x="operator", y="percent",
+    from annotation.report_figures import plot_columns
+
+    fig = px.bar(plot_columns(long.dropna(subset=["percent"]), "operator"), x="operator",
+                 y="percent",
                  color="category", category_orders={"category": list(CATEGORIES)},
                  color_discrete_map=CATEGORY_COLORS, hover_data=["n"],
                  labels={"percent": "% of operator instances", "operator": "",

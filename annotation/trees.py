@@ -205,12 +205,6 @@ class TreeItem:
     tree: Tree
     node_images: dict[str, str | None]  # node id -> sha256 (None: image not at hand)
 
-    @property
-    def token(self) -> str:
-        import hashlib
-
-        return hashlib.sha256(self.root_output_id.encode()).hexdigest()[:12]
-
 
 def load_tree_item(store: Store, root_output_id: str) -> TreeItem:
     df = _outputs(store)

@@ -28,7 +28,6 @@ page decides (by :func:`reveal_automatic`) when to show it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -200,11 +199,6 @@ class VerifyItem:
     references: tuple[ReferenceView, ...]
     checks: tuple[ConflictCheck, ...]
     meta: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def token(self) -> str:
-        """An opaque id for widget keys."""
-        return hashlib.sha256(self.task_id.encode()).hexdigest()[:12]
 
     def needed(self) -> list[tuple[int, str]]:
         """Every ``(image index, attribute)`` a verifier must read."""

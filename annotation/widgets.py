@@ -14,9 +14,22 @@ from annotation.auth import User
 if TYPE_CHECKING:
     from annotation.store import Store
 
+#: Invisible, no line break: splits what markdown would turn into a link (see _unlink).
+WORD_JOINER = "\u2060"
+# Where Streamlit's markdown (remark-gfm) makes a link of plain text, also after escapes
+# are resolved: ``http://`` / ``https://`` (any case), ``www.`` and ``name@host.tld``.
+_AUTOLINK = re.compile(r"(?i)(?<=https:)(?=//)|(?<=http:)(?=//)|(?<=www)(?=\.)"
+                       r"|(?<=[-.\w+]@)(?=[-\w])")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#.!|<>~$:&])")
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _LIST_MARKER = re.compile(r"^(\s*)([-+])")  # '- x', '+ x', '---': only at a line start
+
+
+def _unlink(text: str) -> str:
+    """``text`` with a word joiner (U+2060, invisible) where markdown would autolink it:
+    inside ``https://`` / ``http://`` (before ``//``), after ``www`` (before the dot) and
+    after the ``@`` of an e-mail address. The text reads the same; no ``<a>`` is made."""
+    return _AUTOLINK.sub(WORD_JOINER, text)
 
 
 def inert(text: str) -> str:
@@ -25,8 +38,9 @@ def inert(text: str) -> str:
     One line (line breaks become spaces); every character that markdown, HTML, LaTeX,
     entities or Streamlit's ``:directives:`` act on is escaped; ``-`` and ``+`` only where
     they could start a list or a rule, so ``judge-audit`` stays as typed in the source.
+    Bare URLs and e-mail addresses are shown as text, not as links (:func:`_unlink`).
     """
-    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAK.sub(" ", text))
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAK.sub(" ", _unlink(text)))
     return _LIST_MARKER.sub(r"\1\\\2", escaped)
 
 
@@ -36,8 +50,9 @@ _MARKUP_IN_MARKDOWN = re.compile(r"([\\<>\[\]$])")
 def safe_markdown(text: str) -> str:
     """Markdown written for people (guidelines, rubrics) with its markup kept (bold, lists,
     headings, code) but nothing active: HTML tags, links, images and LaTeX are escaped, so
-    ``<script>``, ``[x](javascript:...)`` and ``$x$`` show as the characters typed."""
-    return _MARKUP_IN_MARKDOWN.sub(r"\\\1", text)
+    ``<script>``, ``[x](javascript:...)`` and ``$x$`` show as the characters typed; bare
+    URLs and e-mail addresses stay text (:func:`_unlink`)."""
+    return _MARKUP_IN_MARKDOWN.sub(r"\\\1", _unlink(text))
 
 
 def require(role: str | None = None) -> User:

@@ -284,12 +284,6 @@ class AnnotatorItem:
     questions: tuple[QuestionView, ...] = ()
     criteria: tuple[CriterionView, ...] = ()
 
-    @property
-    def token(self) -> str:
-        """An opaque id for widget keys: output ids often name the generator, and widget
-        keys reach the browser."""
-        return hashlib.sha256(self.output_id.encode()).hexdigest()[:12]
-
 
 def load_item(store: Store, output_id: str) -> AnnotatorItem:
     out = store.conn.execute(

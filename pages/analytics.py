@@ -156,9 +156,11 @@ with tab_ratings:
         if pairs.empty:
             st.caption("No output scored by both.")
         else:
-            fig = px.scatter(pairs, x="human_mean", y="judge", color="generator",
+            fig = px.scatter(report_figures.plot_columns(pairs, "generator", "output_id"),
+                             x="human_mean", y="judge", color="generator",
                              hover_data=["output_id", "humans"],
-                             labels={"human_mean": "human mean", "judge": judge})
+                             labels={"human_mean": "human mean",
+                                     "judge": report_figures.plot_text(judge)})
             lo = min(pairs.human_mean.min(), pairs.judge.min())
             hi = max(pairs.human_mean.max(), pairs.judge.max())
             fig.add_shape(type="line", x0=lo, y0=lo, x1=hi, y1=hi,

@@ -11,8 +11,10 @@ import streamlit as st
 from annotation import render, workflow
 from annotation.app_state import open_store
 from annotation.checklist import group_questions
+from annotation.incidents import guarded
 from annotation.readouts import readouts
 from annotation.session import AnnotationSession
+from annotation.widget_keys import widget_key
 from annotation.widgets import inert, require, safe_markdown, show_image
 
 ANSWER_TEXT = {"yes": "Yes", "no": "No", "cant_tell": "Can't tell"}
@@ -101,7 +103,8 @@ with output_area:
     else:
         shapes = render.overlay_layers(item.task_meta)
         show_guides = bool(shapes) and st.session_state.get("guides", False)
-        compare = st.session_state.get(f"compare-{item.token}")
+        compare_key = widget_key("compare", item.output_id)
+        compare = st.session_state.get(compare_key)
         output_col, other_col = st.columns(2) if compare is not None else (st.container(), None)
         with output_col:
             show_image(store, item.output_sha256, render.LARGE_SIZE,
@@ -117,17 +120,19 @@ with output_area:
                            "output")
         st.selectbox(
             "Compare with", [None] + [im.index for im in item.images],
-            key=f"compare-{item.token}", label_visibility="collapsed",
+            key=compare_key, label_visibility="collapsed",
             format_func=lambda i: "Compare side by side with an input ..." if i is None
             else f"Compare with Image_{i}")
         if st.button("Enlarge", icon=":material/zoom_in:", shortcut="E"):
             @st.dialog("Generated output", width="large")
+            @guarded
             def enlarge() -> None:
                 show_image(store, item.output_sha256, render.ENLARGE_SIZE)
             enlarge()
 
 # ------------------------------------------------------------------ questions and ratings
 @st.fragment
+@guarded
 def answers_view() -> None:
     """The answer panel. A fragment: an answer reruns only this panel, not the images."""
     session = AnnotationSession(store, user.name, st.session_state["annotate"])
@@ -190,7 +195,7 @@ def answers_view() -> None:
             if not gate[q.question_id]:
                 st.markdown(f":gray[~~{text}~~ (not applicable)]")
                 continue
-            key = f"q-{item.token}-{q.question_id}-{given}"
+            key = widget_key("q", item.output_id, q.question_id, given)
             st.segmented_control(  # the question is the control's label: one element each
                 f"**▶ {text}**" if here else text, ["yes", "no", "cant_tell"], default=given,
                 key=key, format_func=ANSWER_TEXT.get,
@@ -204,7 +209,7 @@ def answers_view() -> None:
             score = f"{given:g}" if given is not None else "–"
             label = f"**▶ {inert(c.label)}**" if here else inert(c.label)
             st.button(f"{label} · {score}",
-                      key=f"c-{item.token}-{c.name}", type="tertiary",
+                      key=widget_key("c", item.output_id, c.name), type="tertiary",
                       icon=":material/star:" if given is not None
                       else ":material/radio_button_unchecked:",
                       on_click=session.go_to, args=(index[c.name],))
@@ -234,6 +239,7 @@ with answer_panel:
             st.session_state["flag_open"] = False
 
         @st.dialog("Flag this item", on_dismiss=close_flag)
+        @guarded
         def flag_dialog() -> None:
             reason = st.radio("Reason", workflow.FLAG_REASONS,
                               format_func=lambda r: r.replace("_", " ").capitalize())

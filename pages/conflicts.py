@@ -13,6 +13,7 @@ from annotation.app_state import open_store
 from annotation.conflicts import normalize_yaw
 from annotation.readouts import readouts
 from annotation.verify_session import VerifySession
+from annotation.widget_keys import widget_key
 from annotation.widgets import inert, require, show_image
 
 TITLES = {"orientation": "Orientation", "light": "Light", "wind": "Wind", "pose": "Pose"}
@@ -98,7 +99,7 @@ for check in item.checks:
                     continue
                 ref = item.reference(index)
                 for attr in (a for a in ref.attributes if vf.ATTRIBUTE_TYPE[a] == kind):
-                    key = f"r-{item.token}-{index}-{attr}"
+                    key = widget_key("r", item.task_id, index, attr)
                     value = session.reading_value(index, attr)
                     given = (index, attr) in readings
                     help_text = (f"Pre-label: {ref.prelabel.get(attr)!r}"
@@ -152,13 +153,14 @@ for check in item.checks:
                 chosen = verdict is not None and (
                     verdict.label == agree if check.automatic is None
                     else bool(verdict.agrees) == agree)
-                col.button(text, key=f"v-{item.token}-{kind}-{agree}", width="stretch",
+                col.button(text, key=widget_key("v", item.task_id, kind, agree),
+                           width="stretch",
                            shortcut=key if shortcut else None,
                            type="primary" if chosen else "secondary",
                            on_click=session.set_verdict, args=(kind, agree))
             if verdict is not None:
                 st.caption(f"Verified label: **{yes_no(verdict.label)}**")
-            note_key = f"n-{item.token}-{kind}"
+            note_key = widget_key("n", item.task_id, kind)
             st.text_input("Note (optional)", key=note_key,
                           value=(verdict.note if verdict else session.pending_note(kind))
                           or "",
@@ -170,7 +172,7 @@ def field_values() -> dict[tuple[int, str], object]:
     """What the reading fields show now (the pre-label where the verifier changed nothing)."""
     values = {}
     for idx, attr in item.needed():
-        key = f"r-{item.token}-{idx}-{attr}"
+        key = widget_key("r", item.task_id, idx, attr)
         if key in st.session_state:
             values[(idx, attr)] = st.session_state[key]
     return values

@@ -19,6 +19,7 @@ from annotation.trees import (
     question_passes,
     task_questions,
 )
+from annotation.widget_keys import widget_key
 from annotation.widgets import inert, require, show_image
 
 user = require()
@@ -69,7 +70,7 @@ tree_col, node_col = st.columns([3, 2], gap="medium")
 node_ids = [n.id for n in item.tree.nodes]
 with node_col:
     selected = st.segmented_control("Node", node_ids, default=node_ids[0],
-                                    key=f"node-{item.token}") or node_ids[0]
+                                    key=widget_key("node", output_id)) or node_ids[0]
     node = item.tree.node(selected)
     sha = item.node_images.get(selected)
     if sha:
@@ -114,7 +115,7 @@ for f in failing:
         st.markdown(f"**{inert(f.target or f.operator)}** · operator `{f.operator}`")
         left, right = st.columns([2, 1])
         options = tr.origin_options(item, instances, f)
-        origin_key = f"o-{item.token}-{f.key}"
+        origin_key = widget_key("o", output_id, f.key)
         left.selectbox("First node where it passes (the failure comes from what that step "
                        "removed)", options, index=options.index(r.origin) if r and
                        r.origin in options else None, key=origin_key,
@@ -122,14 +123,14 @@ for f in failing:
                        else f"{o}: {item.tree.node(o).formula}",
                        placeholder="Choose a node ...", on_change=save,
                        args=(f, "origin", origin_key))
-        reason_key = f"r-{item.token}-{f.key}"
+        reason_key = widget_key("r", output_id, f.key)
         reasons = list(tr.REASONS)
         right.selectbox("Failure reason", reasons,
                         index=reasons.index(r.reason) if r and r.reason else None,
                         key=reason_key, format_func=tr.REASONS.get,
                         placeholder="Choose ...", disabled=r is None, on_change=save,
                         args=(f, "reason", reason_key))
-        note_key = f"n-{item.token}-{f.key}"
+        note_key = widget_key("n", output_id, f.key)
         st.text_input("Note (optional)", value=(r.note if r else "") or "", key=note_key,
                       disabled=r is None, on_change=save, args=(f, "note", note_key))
         served = render.browser_image(store, sha, 512) if r is not None and sha else None
@@ -141,7 +142,7 @@ for f in failing:
                 fig = go.Figure(go.Image(z=image.convert("RGB")))
                 fig.update_layout(dragmode="select", height=360, margin=dict(l=0, r=0, t=0, b=0))
                 event = st.plotly_chart(fig, on_select="rerun", selection_mode="box",
-                                        key=f"b-{item.token}-{f.key}-{selected}")
+                                        key=widget_key("b", output_id, f.key, selected))
                 boxes = (event or {}).get("selection", {}).get("box", []) if event else []
                 if boxes:
                     session.set_box_pixels(f.key, selected, boxes[0]["x"], boxes[0]["y"],

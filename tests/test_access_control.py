@@ -38,6 +38,7 @@ from annotation.cli import main
 from annotation.importers import import_path
 from annotation.store import Store
 from annotation.verify_session import VerifySession
+from annotation.widget_keys import widget_key
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -343,7 +344,7 @@ def test_blind_verification_hides_the_automatic_decision_and_other_verifiers(ver
     differs = 0
     for ref in item.references:
         for attr in ref.attributes:
-            key = f"r-{item.token}-{ref.index}-{attr}"
+            key = widget_key("r", task, ref.index, attr, state=at.session_state)
             pre = ref.prelabel.get(attr)
             if attr == "yaw":
                 assert at.slider(key=key).value == int(round(pre))

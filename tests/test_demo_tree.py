@@ -24,6 +24,7 @@ from annotation.cli import main
 from annotation.decompose import decompose, node_record, retained_questions
 from annotation.project_files import DEMO_BUNDLE
 from annotation.store import Store
+from annotation.widget_keys import widget_key
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "trees.py")
 TASK = "demo-10"
@@ -253,9 +254,11 @@ def test_a_demo_annotator_reviews_every_tree(demo_db, monkeypatch):
         with Store.open(demo_db) as store:
             item = trees.load_tree_item(store, output_id)
         for key, (origin, reason) in REVIEWS[gen].items():
-            at.selectbox(key=f"o-{item.token}-{key}").set_value(origin).run()
+            at.selectbox(key=widget_key("o", item.root_output_id, key, state=at.session_state)
+                         ).set_value(origin).run()
             if reason is not None:
-                at.selectbox(key=f"r-{item.token}-{key}").set_value(reason).run()
+                at.selectbox(key=widget_key("r", item.root_output_id, key,
+                                            state=at.session_state)).set_value(reason).run()
         assert not at.exception
         text = all_text(at)
         assert "Automatic localization" in text

@@ -41,6 +41,7 @@ from annotation.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
 from annotation.verify_session import VerifySession
+from annotation.widget_keys import widget_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -231,8 +232,8 @@ def test_annotate_page_renders_every_hostile_field_inert(hostile_db):
             "CLABEL"} <= shown_fields(at)
     assert any(t.value.startswith("INSTR <script>") for t in at.text)  # as typed, plain text
     # compare side by side: the chosen input's full caption
-    token = at.session_state["annotate"]["item"].token
-    at.selectbox(key=f"compare-{token}").set_value(0).run()
+    output_id = at.session_state["annotate"]["output_id"]
+    at.selectbox(key=widget_key("compare", output_id, state=at.session_state)).set_value(0).run()
     assert not at.exception and markup_leaks(at) == []
     # answer the questions: the rating card shows the criterion label and its rubric
     for _ in range(4):

@@ -19,6 +19,7 @@ from annotation.auth import User
 from annotation.importers import import_path
 from annotation.store import Store
 from annotation.verify_session import VerifySession
+from annotation.widget_keys import widget_key
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "conflicts.py")
 
@@ -207,7 +208,7 @@ def test_page_correction_is_stored_with_the_corrected_label_and_note(vdb):
     ref = first.references[0]
     attr = next(a for a in item.reference(ref).attributes
                 if vf.ATTRIBUTE_TYPE[a] == first.conflict)
-    field = f"r-{item.token}-{ref}-{attr}"
+    field = widget_key("r", task, ref, attr, state=at.session_state)
     # correct a pre-label: the reading is written at once, before any confirmation
     if attr == "yaw":
         at.slider(key=field).set_value(-40).run()
@@ -222,7 +223,8 @@ def test_page_correction_is_stored_with_the_corrected_label_and_note(vdb):
     assert "changed: the pre-label said" in all_text(at)
     disagree = next(b for b in at.button if b.label.startswith("Disagree"))
     disagree.click().run()
-    at.text_input(key=f"n-{item.token}-{first.conflict}").input("the reference faces left").run()
+    note = widget_key("n", task, first.conflict, state=at.session_state)
+    at.text_input(key=note).input("the reference faces left").run()
     with Store.open(vdb) as store:
         verdict = vf.my_verdicts(store, "ann1", task)[first.conflict]
         rows = store.conn.execute(
