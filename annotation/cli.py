@@ -195,7 +195,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.db:
         print(f"judge-audit: preparing the demo project at {db}", file=sys.stderr)
         project_files.ensure_demo_db(db)
-    app = project_files.app_path()
+    project_files.app_path()  # app.py must be there (a checkout)
+    app = project_files.server_path()  # app.py behind st.App, with the session-cookie routes
     env = dict(os.environ, JUDGE_AUDIT_DB=str(db.resolve()),
                JUDGE_AUDIT_DEMO="0" if args.db else "1")
     cmd = [sys.executable, "-m", "streamlit", "run", str(app),

@@ -25,6 +25,17 @@ def app_path() -> Path:
     return path
 
 
+def server_path() -> Path:
+    """What ``judge-audit serve`` runs: ``server.py`` beside ``app.py`` (``app.py`` behind
+    ``st.App``, with the session-cookie routes)."""
+    path = REPO_ROOT / "server.py"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} not found: install judge-audit from a checkout with 'pip install -e .'"
+        )
+    return path
+
+
 def default_demo_db() -> Path:
     """``$JUDGE_AUDIT_HOME/demo.db``, by default ``~/.judge-audit/demo.db``."""
     home = Path(os.environ.get("JUDGE_AUDIT_HOME", Path.home() / ".judge-audit"))
