@@ -36,9 +36,10 @@ TEST_TOKEN_KEY = "_ja_test_token"
 HANDOFF_KEY = "_ja_handoff"
 CLEAR_COOKIE_KEY = "_ja_clear_cookie"
 SIGNED_OUT_KEY = "signed_out"
-#: what a sign-out forgets (the work itself is in the database)
+#: what a sign-out forgets (the work itself is in the database); a pending handoff code
+#: is kept: this connection may still present an old cookie while it signs in again
 SESSION_KEYS = ("user", "signed_in_at", "last_seen", "annotate", "verify", "trees",
-                "flag_open", TEST_TOKEN_KEY, HANDOFF_KEY)
+                "flag_open", TEST_TOKEN_KEY)
 
 _test_sessions = False
 
@@ -193,6 +194,7 @@ def sign_out(session_state: MutableMapping[str, Any], store: Store | None = None
             if owned:
                 store.close()
     _forget(session_state)
+    _pop(session_state, HANDOFF_KEY)
     _pop(session_state, SIGNED_OUT_KEY)
     session_state[CLEAR_COOKIE_KEY] = True
 
@@ -220,8 +222,9 @@ def current_user(session_state: MutableMapping[str, Any], store: Store | None = 
                 info = sessions.check(conn, token)
     except SignedOut as exc:
         _forget(session_state)
-        session_state[SIGNED_OUT_KEY] = exc.message
-        session_state[CLEAR_COOKIE_KEY] = True
+        if HANDOFF_KEY not in session_state:  # not while signing in again
+            session_state[SIGNED_OUT_KEY] = exc.message
+            session_state[CLEAR_COOKIE_KEY] = True
         return None
     user = get_user(store, info.user)
     if user is None:  # pragma: no cover - check() saw the account enabled

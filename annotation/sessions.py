@@ -226,14 +226,15 @@ def check(conn: sqlite3.Connection, token: str | None, *, user: str | None = Non
     if row is None or not hmac.compare_digest(row[1], wanted):
         raise SignedOut("unknown")
     session_id, _, name, session_role, created, seen, revoked, account_role, disabled = row
-    if revoked is not None:
-        raise SignedOut("revoked")
-    if not session_valid(created, seen, moment):
-        raise SignedOut("expired")
+    # the most telling reason first (disabling and role changes also revoke)
     if account_role is None or disabled:
         raise SignedOut("disabled")
     if account_role != session_role:
         raise SignedOut("role")
+    if revoked is not None:
+        raise SignedOut("revoked")
+    if not session_valid(created, seen, moment):
+        raise SignedOut("expired")
     if role is not None and account_role != role:
         raise SignedOut("forbidden")
     if user is not None and user != name:

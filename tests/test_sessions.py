@@ -585,3 +585,28 @@ def vf_session(store: Store, name: str):
     from annotation.verify_session import VerifySession
 
     return VerifySession(store, name, {})
+
+
+def test_a_version_4_project_migrates_to_the_sessions_table(tmp_path, monkeypatch):
+    """Migration 5 (issue #12) only adds ``sessions``: a v4 file keeps its accounts and
+    answers, and its accounts can sign in right after."""
+    from annotation import schema, sessions
+
+    db = tmp_path / "v4.db"
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:4])
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", 4)
+    with Store.open(db) as old:
+        import_path(old, write_secret_bundle(tmp_path / "bundle"))
+        auth.add_user(old, "ann-a", "annotator", PW)
+        before = old.counts()
+        assert old.schema_version() == 4 and "sessions" not in old.db.table_names()
+    monkeypatch.undo()
+    with Store.open(db) as new:
+        assert new.schema_version() == 5 == schema.SCHEMA_VERSION
+        assert {k: v for k, v in new.counts().items() if k in before} == before
+        assert auth.authenticate(new, "ann-a", PW) == User("ann-a", "annotator")
+        token = start_session(new, "ann-a")
+        assert sessions.check(new.conn, token).user == "ann-a"
+        columns = {r[1] for r in new.conn.execute("PRAGMA table_info(sessions)")}
+        assert {"token_hash", "user", "created_at", "last_seen", "revoked_at",
+                "user_agent"} <= columns and "token" not in columns

@@ -16,6 +16,7 @@ Debian's Chromium through Playwright, with the helpers of tests/test_browser.py.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,9 +65,10 @@ def on_sign_in_page(page: Any) -> bool:
     return idle(page) and page.locator(NAME_FIELD).count() == 1 and signed_in_as(page) is None
 
 
-def session_ids(page: Any) -> list[str]:
+def session_ids(page: Any, frames: list[bytes] | None = None) -> list[str]:
     """Collect the Streamlit session ids the server sends this page (its NewSession
-    messages on the websocket): what the red team read from the page's traffic."""
+    messages on the websocket): what the red team read from the page's traffic. Every
+    frame received is also appended to ``frames``."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     found: list[str] = []
@@ -74,6 +76,8 @@ def session_ids(page: Any) -> list[str]:
     def on_websocket(ws: Any) -> None:
         def on_frame(payload: Any) -> None:
             if isinstance(payload, bytes | bytearray):
+                if frames is not None:
+                    frames.append(bytes(payload))
                 try:
                     msg = ForwardMsg.FromString(bytes(payload))
                 except Exception:  # not a ForwardMsg: ignore
@@ -112,11 +116,23 @@ def test_the_session_cookie_reload_sign_out_and_a_stolen_session_id(tmp_path):
 def cookie_scenario(page: Any, store: Store, port: int, tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}/"
     log = tmp_path / "serve.log"
-    ids = session_ids(page)
+    frames: list[bytes] = []
+    ids = session_ids(page, frames)
     page.goto(url)
     sign_in(page, "admin", "demo-admin")
     assert signed_in_as(page) == "admin"
     home = page.url
+    # the one-time handoff code reached this browser in its websocket frames (the element's
+    # data), as designed; it is in no page, no URL and no log, and it is spent
+    codes = {m.group(1).decode() for f in frames
+             for m in re.finditer(rb'"code":\s*"([A-Za-z0-9_-]{43})"', f)}
+    assert len(codes) == 1, codes
+    code = codes.pop()
+    assert code not in page.content() and code not in page.url
+    assert code not in log.read_text()
+    assert not store.conn.execute("SELECT 1 FROM sessions WHERE handoff_hash IS NOT NULL"
+                                  " AND token_hash IS NULL AND revoked_at IS NULL"
+                                  " AND user = 'admin'").fetchone()
 
     # 1. a second browser: only the admin's Streamlit session id, no cookie
     wait_until(page, lambda: ids, "the admin's Streamlit session id")
