@@ -66,12 +66,15 @@ def cookie_step(action: str, code: str | None = None, *, key: str,
 
 
 # ------------------------------------------------------------------ the server side
-def _same_origin(headers: Any, host: str | None) -> bool:
-    """A browser's fetch() sends ``Origin``; it must name this very host."""
+def _same_origin(headers: Any) -> bool:
+    """A browser's fetch() sends ``Origin``; it must name this very host (the one the
+    browser asked for: ``Host``, or ``X-Forwarded-Host`` behind a reverse proxy)."""
     origin = headers.get("origin")
-    if not origin or not host:
+    hosts = {h.strip().lower() for h in (headers.get("x-forwarded-host", "").split(",")[0],
+                                         headers.get("host", "")) if h and h.strip()}
+    if not origin or not hosts:
         return False
-    return urlsplit(origin).netloc.lower() == host.lower()
+    return urlsplit(origin).netloc.lower() in hosts
 
 
 def _secure(request: Any) -> bool:
@@ -114,7 +117,7 @@ def routes() -> list[Any]:
         return Response(status_code=403, headers={"Cache-Control": "no-store"})
 
     async def session_endpoint(request: Any) -> Response:
-        if not _same_origin(request.headers, request.headers.get("host")):
+        if not _same_origin(request.headers):
             return refused()
         body = await request.body()
         if len(body) > 256:
@@ -129,7 +132,7 @@ def routes() -> list[Any]:
         return response
 
     async def signout_endpoint(request: Any) -> Response:
-        if not _same_origin(request.headers, request.headers.get("host")):
+        if not _same_origin(request.headers):
             return refused()
         await run_in_threadpool(revoke_token, request.cookies.get(sessions.COOKIE_NAME))
         response = Response(status_code=204, headers={"Cache-Control": "no-store"})

@@ -195,6 +195,49 @@ def cookie_scenario(page: Any, store: Store, port: int, tmp_path: Path) -> None:
     # 5. the token never reached a log
     assert token not in log.read_text()
 
+    # 6. the cookie route itself: same origin only, a good code only, Secure over https
+    check_cookie_route(store, port)
+
+
+def post(port: int, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+    """POST to the served app; (status, Set-Cookie header)."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body,
+                                     headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers.get("set-cookie", "")
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers.get("set-cookie", "")
+
+
+def check_cookie_route(store: Store, port: int) -> None:
+    from annotation import sessions
+
+    def new_code() -> str:
+        with store.transaction(public=True) as conn:
+            return sessions.create(conn, "alice", "annotator", handoff=True)
+
+    same = {"Origin": f"http://127.0.0.1:{port}", "Content-Type": "text/plain"}
+    code = new_code()
+    assert post(port, "/_ja/session", code.encode(), {**same, "Origin": "https://evil.example"}
+                ) == (403, "")  # cross-site: refused, and the code is not spent
+    assert post(port, "/_ja/session", b"not-a-code" * 5, same) == (403, "")
+    status, cookie = post(port, "/_ja/session", code.encode(),
+                          {**same, "X-Forwarded-Proto": "https"})
+    assert status == 204
+    attributes = {a.strip().split("=")[0].lower() for a in cookie.split(";")}
+    assert cookie.startswith("ja_session=") and {"httponly", "secure", "path"} <= attributes
+    assert "samesite=strict" in cookie.lower()
+    assert post(port, "/_ja/session", code.encode(), same) == (403, "")  # spent
+    status, cleared = post(port, "/_ja/signout", b"", {**same, "Cookie": cookie.split(";")[0]})
+    assert status == 204 and cleared.startswith("ja_session=")
+    assert "max-age=0" in cleared.lower()  # cleared in the browser
+    with pytest.raises(sessions.SignedOut):
+        sessions.check(store.conn, cookie.split(";")[0].split("=", 1)[1])
+
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
