@@ -3,13 +3,19 @@
 The sign-in page is registered in every state (so a rerun after signing in, which
 requests it again, finds it); signed in, it forwards to the role's first page. The menu is
 drawn here with page links, so it lists only the pages the user's role may open.
+
+Who is signed in comes from the session cookie on every rerun (annotation.app_state); right
+after a sign-in this page hands the browser its cookie (annotation.web_session), which
+reloads the page with it.
 """
 
 import streamlit as st
 
+from annotation import app_state
 from annotation.app_state import current_user, open_store, sign_in, sign_out
 from annotation.auth import oidc_configured, user_from_oidc
 from annotation.incidents import run_guarded
+from annotation.web_session import cookie_step
 from annotation.widgets import inert
 
 st.set_page_config(page_title="judge-audit", page_icon=":material/fact_check:", layout="wide")
@@ -19,9 +25,25 @@ user = current_user(st.session_state, store)
 if (user is None and oidc_configured() and getattr(st.user, "is_logged_in", False)
         and not st.session_state.get("oidc_checked")):
     st.session_state["oidc_checked"] = True  # one attempt (and one audit row) per session
-    user = user_from_oidc(store, st.user.get("email"))
-    if user is not None:
-        sign_in(st.session_state, user)
+    oidc_user = user_from_oidc(store, st.user.get("email"))
+    if oidc_user is not None:
+        sign_in(st.session_state, oidc_user, store,
+                user_agent=st.context.headers.get("User-Agent"))
+        user = current_user(st.session_state, store)
+
+
+def cookie_refused() -> None:
+    st.session_state.pop("signing_in", None)
+    st.session_state["cookie_refused"] = True
+
+
+# the one-time handoff code goes to this browser once, never into the page
+handoff = st.session_state.pop(app_state.HANDOFF_KEY, None)
+if handoff:
+    st.session_state["signing_in"] = True
+    cookie_step("set", handoff, key="session-cookie-set", on_failed=cookie_refused)
+elif st.session_state.pop(app_state.CLEAR_COOKIE_KEY, False) and user is None:
+    cookie_step("clear", key="session-cookie-clear")
 
 login = st.Page("pages/login.py", title="Sign in", icon=":material/login:", url_path="login")
 annotate = [
@@ -65,7 +87,7 @@ if user is not None:
         st.divider()
         st.caption(f"Signed in as **{inert(user.name)}** ({user.role})")
         if st.button("Sign out", icon=":material/logout:"):
-            sign_out(st.session_state)
+            sign_out(st.session_state, store)
             if oidc_configured() and getattr(st.user, "is_logged_in", False):
                 st.logout()
             st.rerun()

@@ -1,18 +1,21 @@
-"""The app as ``judge-audit serve`` runs it: ``app.py`` in Streamlit's ASGI ``App``.
+"""What ``judge-audit serve`` runs: Streamlit's ASGI ``App`` on ``app.py`` beside it.
 
-``streamlit run server.py`` finds ``app`` below and serves ``app.py`` with security
-headers on every response, the server's paths kept out of the websocket frames and a short
-message with an incident id for errors (:mod:`annotation.served`,
-:mod:`annotation.incidents`). ``streamlit run app.py`` still works, without them.
+``streamlit run server.py`` finds ``app`` below and serves ``app.py`` with:
+
+* the routes that set and clear the HttpOnly session cookie (:mod:`annotation.web_session`);
+* security headers on every response and the server's paths kept out of the websocket
+  frames (:mod:`annotation.served`);
+* a short message with an incident id for errors (:mod:`annotation.incidents`).
+
+``streamlit run app.py`` alone serves the pages without them: nobody can sign in.
 """
 
-from pathlib import Path
-
-from streamlit.starlette import App
+import streamlit as st
 
 from annotation.incidents import on_script_error
+from annotation.project_files import app_path
 from annotation.served import middleware
+from annotation.web_session import routes
 
-HERE = Path(__file__).resolve().parent
-
-app = App(HERE / "app.py", middleware=middleware(str(HERE)), on_script_error=on_script_error)
+app = st.App(app_path(), routes=routes(), middleware=middleware(str(app_path().parent)),
+             on_script_error=on_script_error)

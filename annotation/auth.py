@@ -11,6 +11,10 @@ schema migration 2); it has no Streamlit import at module level.
 * :func:`authenticate` logs ``login.ok`` / ``login.fail`` and, after
   :data:`MAX_FAILURES` failures for one name within :data:`LOCK_WINDOW`, refuses every
   attempt (``login.locked``), the right password included, until the failures age out.
+* Signed-in sessions are in :mod:`annotation.sessions`; disabling an account, changing
+  its role or its password revokes its sessions in the same transaction.
+* Passwords follow a policy (:func:`check_password_strength`: length and the zxcvbn
+  strength estimator); only the demo builder bypasses it, explicitly.
 * Optional single sign-on through Streamlit's OIDC support: :func:`oidc_configured` and
   :func:`user_from_oidc` (see ``docs/accounts.md``).
 """
@@ -25,17 +29,25 @@ import re
 import secrets
 import sqlite3
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
 
+from annotation import sessions
+from annotation.sessions import session_valid  # noqa: F401  (re-exported: auth.session_valid)
 from annotation.store import Store, append_audit, now_iso, process_user
 
 ROLES = ("annotator", "admin")
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024
+#: zxcvbn score a password needs (0-4; 3: "safely unguessable", over 10^8 guesses)
+MIN_STRENGTH = 3
+_ZXCVBN_MAX = 72
+#: words an attacker of this app would try first
+PROJECT_WORDS = ("judge-audit", "judge", "audit", "annotator", "admin", "demo", "study")
 NAME_RE = re.compile(r"[A-Za-z0-9._@-]{1,64}", re.ASCII)
 EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+", re.ASCII)
 
@@ -135,8 +147,16 @@ def _dummy_hash() -> str:
     return hash_password(secrets.token_urlsafe(16))
 
 
-def check_password_strength(password: str) -> None:
-    """Raise :class:`WeakPassword` unless ``password`` has 8 to 1024 characters."""
+def check_password_strength(password: str, user_inputs: Iterable[str] = ()) -> None:
+    """Raise :class:`WeakPassword` unless ``password`` follows the policy.
+
+    8 to 1024 characters, and hard to guess: zxcvbn (Dropbox's strength estimator, with
+    its lists of common passwords, names, words, keyboard patterns, dates and repeats)
+    must score it at least :data:`MIN_STRENGTH` of 4, i.e. more than 10^8 guesses, with
+    the account's name and e-mail and the project's own words counted as known. Only the
+    first 72 characters are estimated (zxcvbn's limit; a longer password is at least as
+    strong). The message says why, never the password.
+    """
     if not isinstance(password, str):
         raise WeakPassword("the password must be text")
     if len(password) < MIN_PASSWORD_LENGTH:
@@ -145,6 +165,17 @@ def check_password_strength(password: str) -> None:
         )
     if len(password) > MAX_PASSWORD_LENGTH:
         raise WeakPassword(f"password too long: at most {MAX_PASSWORD_LENGTH} characters")
+    from zxcvbn import zxcvbn
+
+    known = [w for w in (*user_inputs, *PROJECT_WORDS) if isinstance(w, str) and w]
+    known += [part for w in known for part in re.split(r"[@._-]+", w) if len(part) >= 3]
+    result = zxcvbn(password[:_ZXCVBN_MAX], user_inputs=known)
+    if result["score"] < MIN_STRENGTH:
+        warning = (result.get("feedback") or {}).get("warning") or ""
+        hint = f" ({warning.rstrip('.')})" if warning else ""
+        raise WeakPassword(
+            f"password too easy to guess{hint}: use a longer one, e.g. four or five random "
+            "words, not a common password, a name, a date or a keyboard pattern")
 
 
 # ---------------------------------------------------------------- helpers
@@ -249,7 +280,8 @@ def add_user(
     """Create an account; log ``user.add``. Return it.
 
     ``password=None`` makes an account that can sign in only through OIDC (its e-mail).
-    ``allow_weak`` skips the length check: for the demo accounts only. Raises
+    ``allow_weak`` skips the password policy (:func:`check_password_strength`): for the
+    demo accounts only, whose passwords are public anyway. Raises
     :class:`DuplicateUser` when the name (ignoring case) or the e-mail is taken,
     :class:`WeakPassword` or :class:`AccountError` on bad input.
     """
@@ -257,11 +289,11 @@ def add_user(
     check_role(role)
     email = _check_email(email)
     if password is not None and not allow_weak:
-        check_password_strength(password)
+        check_password_strength(password, user_inputs=[name, *([email] if email else [])])
     if password is None and email is None:
         raise AccountError("an account without a password needs an e-mail (for OIDC sign-in)")
     encoded = hash_password(password) if password is not None else None
-    with store.transaction() as conn:
+    with store.transaction(user=actor, role="admin") as conn:
         clash = conn.execute(
             "SELECT name FROM users WHERE name = ? COLLATE NOCASE", [name]
         ).fetchone()
@@ -306,19 +338,22 @@ def get_user(store: Store, name: str) -> User | None:
 
 
 def _set_disabled(store: Store, name: str, actor: str | None, disabled: bool) -> bool:
-    with store.transaction() as conn:
+    with store.transaction(user=actor, role="admin") as conn:
         row = _require(conn, name)
         if bool(row[4]) == disabled:
             return False
         if disabled and row[1] == "admin":
             _refuse_last_admin(conn, name)
         conn.execute("UPDATE users SET disabled = ? WHERE name = ?", [int(disabled), name])
+        if disabled:
+            sessions.revoke_user(conn, name)  # signed out at once, every open tab
         _audit(conn, "user.disable" if disabled else "user.enable", name, actor)
     return True
 
 
 def disable_user(store: Store, name: str, actor: str | None) -> bool:
-    """Disable ``name`` (it can no longer sign in); log ``user.disable``.
+    """Disable ``name`` (it can no longer sign in; its sessions are revoked at once, so
+    an open tab writes nothing more); log ``user.disable``.
 
     Returns False (and logs nothing) when it was already disabled. Refuses to disable the
     last enabled admin.
@@ -332,18 +367,20 @@ def enable_user(store: Store, name: str, actor: str | None) -> bool:
 
 
 def set_role(store: Store, name: str, role: str, actor: str | None) -> bool:
-    """Give ``name`` the role ``role``; log ``user.role`` with the old and new role.
+    """Give ``name`` the role ``role``; log ``user.role`` with the old and new role. The
+    account's sessions are revoked (it signs in again with its new role).
 
     Returns False when it already had that role. Refuses to demote the last enabled admin.
     """
     check_role(role)
-    with store.transaction() as conn:
+    with store.transaction(user=actor, role="admin") as conn:
         row = _require(conn, name)
         if row[1] == role:
             return False
         if row[1] == "admin" and not row[4]:
             _refuse_last_admin(conn, name)
         conn.execute("UPDATE users SET role = ? WHERE name = ?", [role, name])
+        sessions.revoke_user(conn, name)
         _audit(conn, "user.role", name, actor, {"from": row[1], "to": role})
     return True
 
@@ -353,14 +390,18 @@ def set_password(
 ) -> None:
     """Replace the password of ``name``; log ``user.password`` (without any secret).
 
-    A password change also clears a sign-in lock (failures before it no longer count).
+    A password change also clears a sign-in lock (failures before it no longer count) and
+    revokes the account's sessions. The password must pass
+    :func:`check_password_strength` (``allow_weak``: the demo builder only).
     """
     if not allow_weak:
-        check_password_strength(password)
+        row = _row(store.conn, name)
+        check_password_strength(password, user_inputs=[name, *(row[3:4] if row else [])])
     encoded = hash_password(password)
-    with store.transaction() as conn:
+    with store.transaction(user=actor, role="admin") as conn:
         _require(conn, name)
         conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", [encoded, name])
+        sessions.revoke_user(conn, name)
         _audit(conn, "user.password", name, actor)
 
 
@@ -370,7 +411,7 @@ def set_email(store: Store, name: str, email: str | None, actor: str | None) -> 
     The e-mail is what links an OIDC sign-in to the account. False when unchanged.
     """
     email = _check_email(email)
-    with store.transaction() as conn:
+    with store.transaction(user=actor, role="admin") as conn:
         row = _require(conn, name)
         if row[3] == email:
             return False
@@ -444,7 +485,7 @@ def authenticate(
     row = _canonical(store.conn, name)
     subject = row[0] if row else name[:128]
     if _failures(store.conn, subject, moment, since) >= MAX_FAILURES:
-        with store.transaction() as conn:
+        with store.transaction(public=True) as conn:
             _audit(conn, "login.locked", subject, subject, {}, moment)
         return None
     # the slow part, outside the write lock; the dummy hash makes unknown names as slow
@@ -458,7 +499,7 @@ def authenticate(
         reason = "bad_password"
     elif row[4]:
         reason = "disabled"
-    with store.transaction() as conn:
+    with store.transaction(public=True) as conn:
         # a concurrent attempt may have completed the lock meanwhile
         if _failures(conn, subject, moment, since) >= MAX_FAILURES:
             _audit(conn, "login.locked", subject, subject, {}, moment)
@@ -469,33 +510,6 @@ def authenticate(
         _audit(conn, "login.ok", subject, subject, {"method": "password"}, moment)
     assert row is not None
     return User(row[0], row[1], row[3])
-
-
-def session_valid(
-    started_at_iso: str,
-    last_seen_iso: str,
-    now: datetime | str,
-    idle_minutes: float = 60,
-    max_hours: float = 12,
-) -> bool:
-    """Whether a session begun at ``started_at_iso`` and last active at ``last_seen_iso``
-    is still valid at ``now``: idle for at most ``idle_minutes`` and at most ``max_hours``
-    old. Naive times count as UTC; unparsable times or times in the future (beyond one
-    minute of clock skew) make it invalid. Pure: no clock, no database.
-    """
-    try:
-        started = _parse_iso(started_at_iso)
-        seen = _parse_iso(last_seen_iso)
-        current = _parse_iso(now)
-    except (TypeError, ValueError):
-        return False
-    skew = timedelta(minutes=1)
-    if started > current + skew or seen > current + skew or seen < started:
-        return False
-    return (
-        current - seen <= timedelta(minutes=idle_minutes)
-        and current - started <= timedelta(hours=max_hours)
-    )
 
 
 # ---------------------------------------------------------------- OIDC
@@ -542,7 +556,7 @@ def user_from_oidc(store: Store, email: str | None) -> User | None:
         [email],
     ).fetchall()
     enabled = [r for r in rows if not r[3]]
-    with store.transaction() as conn:
+    with store.transaction(public=True) as conn:
         if len(enabled) == 1:
             r = enabled[0]
             _audit(conn, "login.ok", r[0], r[0], {"method": "oidc", "email": email})

@@ -26,10 +26,13 @@ def app_path() -> Path:
 
 
 def server_path() -> Path:
-    """``server.py`` beside ``app.py``: the app as ``judge-audit serve`` runs it."""
+    """What ``judge-audit serve`` runs: ``server.py`` beside ``app.py`` (``app.py`` behind
+    ``st.App``, with the session-cookie routes)."""
     path = REPO_ROOT / "server.py"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: install judge-audit from a checkout")
+        raise FileNotFoundError(
+            f"{path} not found: install judge-audit from a checkout with 'pip install -e .'"
+        )
     return path
 
 

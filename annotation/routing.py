@@ -7,6 +7,13 @@ unfinished unit comes first (resume on any machine), then units others started (
 overlaps complete), then the person's own seeded order. The choice and its reservation
 are made in one ``BEGIN IMMEDIATE`` transaction, so two people asking at once cannot both
 take the last open slot.
+
+**Stale tabs** (:func:`claim`): answering and submitting need a live reservation, or the
+person's own started unit (answers already given) while its overlap is not full; a unit
+the person has submitted may be reviewed and changed at any time. Otherwise the write is
+refused with :class:`ItemTaken` and the tab moves on. The check and the renewal of the
+reservation happen in the write's own transaction, so no unit ever gets more than
+``overlap`` submissions.
 """
 
 from __future__ import annotations
@@ -21,6 +28,20 @@ from typing import Any, TypeVar
 from annotation.store import Store, append_audit, dumps
 
 S = TypeVar("S")
+
+
+class StaleItem(RuntimeError):
+    """A tab acted on what it showed, and the project has moved on meanwhile; nothing
+    was written. The message is for the person."""
+
+
+class ItemTaken(StaleItem):
+    """The person's reservation lapsed and the unit cannot be theirs any more: without an
+    answer of theirs on it, or with its overlap filled by others."""
+
+
+class ChangedElsewhere(StaleItem):
+    """The answer changed (in another tab of the same person) since this tab showed it."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +71,7 @@ def choose_next(store: Store, tables: Tables, person: str, eligible: list[str], 
     """Choose and reserve the unit ``person`` should work on now (None when done)."""
     t = tables
     stamp = now.isoformat(timespec="microseconds")
-    with store.transaction() as conn:
+    with store.transaction(user=person) as conn:
         submitted = dict(conn.execute(
             f"SELECT {t.unit}, count(*) FROM {t.submissions} GROUP BY {t.unit}").fetchall())
         mine_done = {r[0] for r in conn.execute(
@@ -70,7 +91,9 @@ def choose_next(store: Store, tables: Tables, person: str, eligible: list[str], 
             f"SELECT {t.unit} FROM ({' UNION ALL '.join(parts)})"
             f" GROUP BY {t.unit} ORDER BY MIN(t)", params)]
         eligible_set = set(eligible)
-        choice = next((u for u in started if u in eligible_set and u not in mine_done), None)
+        # resume my own unfinished unit, unless others filled its overlap meanwhile
+        choice = next((u for u in started if u in eligible_set and u not in mine_done
+                       and submitted.get(u, 0) + others.get(u, 0) < overlap), None)
         if choice is None:
             rank = {u: i for i, u in enumerate(personal_order(eligible, person, seed, salt))}
             open_units = []
@@ -130,6 +153,46 @@ def overall_progress(store: Store, tables: Tables, eligible: list[str], overlap:
     return (sum(min(counts.get(u, 0), overlap) for u in eligible), len(eligible) * overlap)
 
 
+def claim(conn: Any, tables: Tables, person: str, unit: str, *, overlap: int,
+          minutes: int, now: datetime) -> None:
+    """Make sure ``person`` may still answer or submit ``unit`` now, inside the caller's
+    write transaction, and renew their reservation; raise :class:`ItemTaken` otherwise.
+
+    Allowed: a unit ``person`` already submitted (reviewing it changes answers, not the
+    overlap); else only while fewer than ``overlap`` others have submitted it or hold a
+    live reservation on it, and ``person`` holds a live reservation or has already
+    answered on it (their own started unit keeps its right to be finished after the
+    reservation lapsed, as long as nobody took the slot).
+    """
+    t = tables
+    stamp = now.isoformat(timespec="microseconds")
+    if conn.execute(f"SELECT 1 FROM {t.submissions} WHERE {t.person} = ? AND {t.unit} = ?",
+                    [person, unit]).fetchone():
+        return
+    live = conn.execute(
+        f"SELECT 1 FROM {t.reservations} WHERE {t.person} = ? AND {t.unit} = ?"
+        " AND expires_at > ?", [person, unit, stamp]).fetchone() is not None
+    if not live and not any(
+            conn.execute(f"SELECT 1 FROM {a} WHERE {t.person} = ? AND {t.unit} = ? LIMIT 1",
+                         [person, unit]).fetchone() for a in t.answers):
+        raise ItemTaken("Your reservation of this item had expired before your first answer "
+                        "(it may have gone to someone else): nothing was saved, and the page "
+                        "now shows the item that is yours.")
+    others = conn.execute(
+        f"SELECT (SELECT count(*) FROM {t.submissions} WHERE {t.unit} = ? AND {t.person} <> ?)"
+        f" + (SELECT count(*) FROM {t.reservations} WHERE {t.unit} = ? AND {t.person} <> ?"
+        " AND expires_at > ?)", [unit, person, unit, person, stamp]).fetchone()[0]
+    if others >= overlap:
+        raise ItemTaken("This item went to someone else while it was open here (your "
+                        "reservation had expired and enough people have it now). Your earlier "
+                        "answers are kept; the page now shows the item that is yours.")
+    expires = (now + timedelta(minutes=minutes)).isoformat(timespec="microseconds")
+    conn.execute(
+        f"INSERT INTO {t.reservations} ({t.unit}, {t.person}, reserved_at, expires_at)"
+        f" VALUES (?, ?, ?, ?) ON CONFLICT({t.unit}, {t.person})"
+        " DO UPDATE SET expires_at = excluded.expires_at", [unit, person, stamp, expires])
+
+
 def renew(conn: Any, tables: Tables, person: str, unit: str, now: datetime,
           minutes: int) -> None:
     """Push ``person``'s reservation of ``unit`` to ``now + minutes`` (every answer renews
@@ -154,7 +217,7 @@ def write_settings(store: Store, key: str, cls: type[S], actor: str, action: str
     settings = cls(**(read_settings(store, key, cls).__dict__ | changes))
     if settings.overlap < 1 or settings.reservation_minutes < 1:  # type: ignore[attr-defined]
         raise ValueError("overlap and reservation_minutes must be at least 1")
-    with store.transaction() as conn:
+    with store.transaction(user=actor, role="admin") as conn:
         conn.execute(
             "INSERT INTO project (key, value) VALUES (?, ?) ON CONFLICT(key)"
             " DO UPDATE SET value = excluded.value", [key, dumps(settings.__dict__)])

@@ -27,6 +27,8 @@ Tables (see ``docs/schema.md`` for every column):
   operator instance of a root output, the node where the reviewer says the failure
   originates, a reason, an optional box and a note), ``tree_reservations`` and
   ``tree_submissions``.
+* Sign-in sessions: ``sessions`` (hashes of the cookie tokens, never the tokens; see
+  :mod:`annotation.sessions`).
 """
 
 from __future__ import annotations
@@ -325,6 +327,24 @@ MIGRATIONS: list[str] = [
         submitted_at TEXT NOT NULL,
         PRIMARY KEY (reviewer, output_id)
     );
+    """,
+    # 4 -> 5: signed-in sessions (issue #12): only hashes of the cookie tokens and of the
+    # one-time handoff codes are stored; revoked rows stay (when, whose) until pruned.
+    """
+    CREATE TABLE sessions (
+        session_id INTEGER PRIMARY KEY,
+        token_hash TEXT UNIQUE,
+        handoff_hash TEXT UNIQUE,
+        handoff_expires_at TEXT,
+        user TEXT NOT NULL REFERENCES users(name),
+        role TEXT NOT NULL CHECK (role IN ('annotator', 'admin')),
+        created_at TEXT NOT NULL,
+        last_seen TEXT NOT NULL,
+        revoked_at TEXT,
+        user_agent TEXT,
+        CHECK (token_hash IS NOT NULL OR handoff_hash IS NOT NULL OR revoked_at IS NOT NULL)
+    );
+    CREATE INDEX sessions_user ON sessions(user, revoked_at);
     """,
 ]
 

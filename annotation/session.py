@@ -3,6 +3,12 @@
 The page keeps an :class:`AnnotationSession`'s ``state`` (a plain dict) in
 ``st.session_state`` and maps buttons to its methods; everything it does is written to the
 store at once, so a reload, a closed tab or another machine resumes where the annotator was.
+
+A tab can be stale: each answer carries the id of the answer row this tab showed
+(``expected``), and answers and submissions need the right to the item
+(:func:`annotation.routing.claim`). When the project moved on, nothing is written; the
+session reloads (another tab's answer) or moves to the next item (the item went to
+someone else) and leaves a message in ``state["notice"]`` for the page.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any
 
 from annotation import checklist, workflow
 from annotation.checklist import Target
+from annotation.routing import ChangedElsewhere, ItemTaken
 from annotation.store import Store
 from annotation.workflow import AnnotatorItem, MyAnswers
 
@@ -130,21 +137,39 @@ class AnnotationSession:
         """Add the active time since the last interaction to the current visit."""
         elapsed = self._elapsed()
         if elapsed is not None:
-            workflow.add_active_time(self.store, *elapsed)
+            workflow.add_active_time(self.store, *elapsed, annotator=self.annotator)
 
-    def _write(self, **answer: Any) -> None:
-        """One answer, its reservation renewal and active time: one transaction."""
-        workflow.give_answer(self.store, self.annotator, self.item.output_id,
-                             active=self._elapsed(), **answer)
-        self._memo.clear()
+    def _write(self, **answer: Any) -> bool:
+        """One answer, its reservation renewal and active time: one transaction. False
+        when a stale tab's answer was refused (nothing written; see ``state["notice"]``)."""
+        key = answer.get("question_id") or answer.get("criterion")
+        seen = self.answers().ids.get(key)  # the row this tab showed (None: no answer)
+        try:
+            workflow.give_answer(self.store, self.annotator, self.item.output_id,
+                                 active=self._elapsed(), expected=seen, slot=True, **answer)
+        except ChangedElsewhere as exc:  # the memo is cleared below: show what is stored now
+            self.state["notice"] = str(exc)
+            return False
+        except ItemTaken as exc:
+            self._moved_on(exc)
+            return False
+        finally:
+            self._memo.clear()
+        return True
+
+    def _moved_on(self, exc: ItemTaken) -> None:
+        """The open item is no longer this annotator's: say so and open the next one."""
+        self.state["notice"] = str(exc)
+        self.state.pop("visit_id", None)
+        self._open(workflow.next_item(self.store, self.annotator))
 
     def answer(self, value: str) -> None:
         """Y / N / U on the current question, then advance to the next open target."""
         target = self.current
         if target is None or not target.is_question or not self.applicable().get(target.key):
             return
-        self._write(question_id=target.key, answer=value)
-        self._advance()
+        if self._write(question_id=target.key, answer=value):
+            self._advance()
 
     def score(self, value: float) -> None:
         """A digit on the current criterion (the page maps 0 to 10), then advance."""
@@ -154,8 +179,8 @@ class AnnotationSession:
         crit = next(c for c in self.item.criteria if c.name == target.key)
         if not crit.min <= value <= crit.max:
             return
-        self._write(criterion=target.key, score=value)
-        self._advance()
+        if self._write(criterion=target.key, score=value):
+            self._advance()
 
     def answer_question(self, question_id: str, value: str) -> None:
         """A click on a question's own Yes / No / Can't tell control (mouse path)."""
@@ -198,11 +223,16 @@ class AnnotationSession:
             self.state["cursor"] = index
 
     def submit(self) -> bool:
-        """Enter: submit a complete item and open the next one. False if incomplete."""
+        """Enter: submit a complete item and open the next one. False if incomplete, or
+        when the item went to someone else meanwhile (then the next one is open)."""
         if self.output_id is None or not self.complete():
             return False
         self._tick()
-        workflow.submit(self.store, self.annotator, self.output_id)
+        try:
+            workflow.submit(self.store, self.annotator, self.output_id, slot=True)
+        except ItemTaken as exc:
+            self._moved_on(exc)
+            return False
         self._open(workflow.next_item(self.store, self.annotator))
         return True
 

@@ -20,8 +20,9 @@ import json
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from typing import Any
 import pandas as pd
 import sqlite_utils
 
-from annotation import schema
+from annotation import schema, sessions
 from annotation.images import EXTENSIONS
 from annotation.records import (
     Annotation,
@@ -102,6 +103,16 @@ class SchemaTooNew(RuntimeError):
     """The database was written by a newer judge-audit."""
 
 
+@dataclass
+class SessionGuard:
+    """Who a store writes for: ``token()`` gives the acting session's token (read afresh
+    at every write: in the app, the cookie of the browser connection that asked), and
+    ``on_refused`` is told when :meth:`Store.transaction` refuses a write."""
+
+    token: Callable[[], str | None]
+    on_refused: Callable[[sessions.SignedOut], None] = lambda exc: None
+
+
 class Store:
     """A judge-audit project database. Use :meth:`open`; close with :meth:`close`."""
 
@@ -109,6 +120,8 @@ class Store:
         self.path = path
         self.conn = conn
         self.db = sqlite_utils.Database(conn)
+        #: set by the app: every transaction then checks the acting session
+        self.guard: SessionGuard | None = None
 
     # ----------------------------------------------------------------- opening
     @classmethod
@@ -151,7 +164,7 @@ class Store:
 
     def migrate(self) -> int:
         """Apply the migrations this file has not seen yet; return the new version."""
-        with self.transaction():
+        with self.transaction(public=True):
             version = self.schema_version()
             if version > schema.SCHEMA_VERSION:
                 raise SchemaTooNew(
@@ -165,13 +178,31 @@ class Store:
         return self.schema_version()
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception."""
+    def transaction(self, *, user: str | None = None, role: str | None = None,
+                    public: bool = False) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception.
+
+        The one check of every human write: when the store acts for a signed-in person
+        (:attr:`guard` set, as the app does), the transaction first verifies, inside
+        ``BEGIN IMMEDIATE``, that the acting session is live (not revoked, not expired),
+        its account enabled with the role it began with, ``role`` (if given) that role,
+        and ``user`` (if given: whose name the write is made under) the session's own.
+        Otherwise :class:`annotation.sessions.SignedOut` is raised and nothing is
+        written; the guard's ``on_refused`` is told (the app signs out and reruns).
+        ``public``: writes made before anyone is signed in (sign-in attempts and their
+        audit rows, starting and ending a session, migrations). Without a guard (the
+        command line, which has no sign-in: whoever can write the file owns it) nothing
+        is checked.
+        """
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            if self.guard is not None and not public:
+                sessions.check(self.conn, self.guard.token(), user=user, role=role)
             yield self.conn
-        except BaseException:
+        except BaseException as exc:
             self.conn.execute("ROLLBACK")
+            if isinstance(exc, sessions.SignedOut) and self.guard is not None:
+                self.guard.on_refused(exc)
             raise
         self.conn.execute("COMMIT")
 
@@ -338,7 +369,8 @@ class Store:
         """
         self._copy_media(project)
         started = now_iso()
-        with self.transaction() as conn:
+        # from the app: an admin's live session, importing under their own name
+        with self.transaction(user=user, role="admin") as conn:
             cur = conn.execute(
                 "INSERT INTO imports (source, format, started_at, counts, warnings, user)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -523,16 +555,21 @@ class Store:
         lock for milliseconds only. ``also``: further ``(sql, params)`` statements of the
         workflow (reservation renewal, active time) committed in the same transaction.
         """
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO annotators (name, created_at) VALUES (?, ?)",
-                [a.annotator, now_iso()],
-            )
-            annotation_id = self._append_annotation(
-                conn, a, a.created_at or now_iso(), source, None)
+        with self.transaction(user=a.annotator) as conn:
+            annotation_id = self.append_annotation(conn, a, source=source)
             for sql, params in also:
                 conn.execute(sql, params)
             return annotation_id
+
+    def append_annotation(self, conn: sqlite3.Connection, a: Annotation, *,
+                          source: str = "app") -> int:
+        """Append one human answer inside the caller's transaction (superseding the
+        current one, registering the annotator); return its row id."""
+        conn.execute(
+            "INSERT OR IGNORE INTO annotators (name, created_at) VALUES (?, ?)",
+            [a.annotator, now_iso()],
+        )
+        return self._append_annotation(conn, a, a.created_at or now_iso(), source, None)
 
     # ------------------------------------------------------------- exporting
     def read_project(self) -> ProjectData:

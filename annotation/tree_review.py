@@ -117,10 +117,12 @@ class Review:
 
 def give_review(store: Store, reviewer: str, output_id: str, instance: str, origin: str, *,
                 reason: str | None = None, box: Mapping[str, Any] | None = None,
-                note: str | None = None, now: datetime | None = None) -> int:
+                note: str | None = None, now: datetime | None = None,
+                slot: bool | None = None) -> int:
     """Record the reviewer's localization of one failing instance (appended; supersedes a
     different earlier review; an identical one writes nothing). ``box``: ``{"node": id,
-    "box": [x0, y0, x1, y1]}`` in 0..1 image coordinates."""
+    "box": [x0, y0, x1, y1]}`` in 0..1 image coordinates. ``slot``: see
+    :func:`annotation.routing.claim` (None: when the store acts for a signed-in person)."""
     if not origin:
         raise ValueError("origin must be a node id, 'persistent' or 'not_a_failure'")
     if reason is not None and reason not in REASONS:
@@ -136,7 +138,11 @@ def give_review(store: Store, reviewer: str, output_id: str, instance: str, orig
     note = (note or "").strip() or None
     settings = get_settings(store)
     stamp = _stamp(now)
-    with store.transaction() as conn:
+    checked = slot or (slot is None and store.guard is not None)
+    with store.transaction(user=reviewer) as conn:
+        if checked:
+            routing.claim(conn, _TABLES, reviewer, output_id, overlap=settings.overlap,
+                          minutes=settings.reservation_minutes, now=stamp)
         current = conn.execute(
             "SELECT review_id, origin, reason, box, note FROM current_tree_reviews"
             " WHERE reviewer = ? AND output_id = ? AND instance = ?",
@@ -149,7 +155,9 @@ def give_review(store: Store, reviewer: str, output_id: str, instance: str, orig
             [reviewer, output_id, instance, origin, reason, box_text, note,
              stamp.isoformat(timespec="microseconds"),
              None if current is None else current[0]])
-        routing.renew(conn, _TABLES, reviewer, output_id, stamp, settings.reservation_minutes)
+        if not checked:
+            routing.renew(conn, _TABLES, reviewer, output_id, stamp,
+                          settings.reservation_minutes)
         return int(cur.lastrowid or 0)
 
 
@@ -176,8 +184,15 @@ def reveal_automatic(failing: list[FailingInstance], reviews: Mapping[str, Revie
     return reviews_complete(failing, reviews)
 
 
-def submit_tree(store: Store, reviewer: str, output_id: str) -> None:
-    with store.transaction() as conn:
+def submit_tree(store: Store, reviewer: str, output_id: str, *, slot: bool | None = None,
+                now: datetime | None = None) -> None:
+    """Mark the tree reviewed (idempotent); release the reservation. ``slot``: first check
+    the right to submit (:func:`annotation.routing.claim`)."""
+    with store.transaction(user=reviewer) as conn:
+        if slot or (slot is None and store.guard is not None):
+            settings = get_settings(store)
+            routing.claim(conn, _TABLES, reviewer, output_id, overlap=settings.overlap,
+                          minutes=settings.reservation_minutes, now=_stamp(now))
         conn.execute("INSERT OR IGNORE INTO tree_submissions (reviewer, output_id,"
                      " submitted_at) VALUES (?, ?, ?)", [reviewer, output_id, now_iso()])
         conn.execute("DELETE FROM tree_reservations WHERE output_id = ? AND reviewer = ?",
@@ -296,9 +311,16 @@ class TreeSession:
 
     def __init__(self, store: Store, reviewer: str, state: dict[str, Any]):
         self.store, self.reviewer, self.state = store, reviewer, state
+        self._moved = False  # this interaction found the tree gone: do nothing more
         if state.get("reviewer") != reviewer:
             state.clear()
             state["reviewer"] = reviewer
+
+    def _taken(self, exc: routing.ItemTaken) -> None:
+        """A stale tab: the tree went to someone else. Say so, open the next one."""
+        self._moved = True
+        self.state["notice"] = str(exc)
+        self.state.update(output_id=next_tree(self.store, self.reviewer), reviewing=False)
 
     @property
     def output_id(self) -> str | None:
@@ -316,14 +338,20 @@ class TreeSession:
         Nothing is written before an origin is chosen."""
         if field not in self.FIELDS:
             raise ValueError(f"field must be one of {', '.join(self.FIELDS)}")
+        if self._moved:
+            return None
         old = self.reviews().get(instance)
         values = {f: getattr(old, f) if old else None for f in self.FIELDS} | {field: value}
         if values["origin"] is None:
             return None
         assert self.output_id is not None
-        return give_review(self.store, self.reviewer, self.output_id, instance,
-                           values["origin"], reason=values["reason"], box=values["box"],
-                           note=values["note"])
+        try:
+            return give_review(self.store, self.reviewer, self.output_id, instance,
+                               values["origin"], reason=values["reason"], box=values["box"],
+                               note=values["note"], slot=True)
+        except routing.ItemTaken as exc:
+            self._taken(exc)
+            return None
 
     def set_box_pixels(self, instance: str, node: str, xs: list[float], ys: list[float],
                        width: int, height: int) -> int | None:
@@ -333,8 +361,15 @@ class TreeSession:
         return self.set_field(instance, "box", {"node": node, "box": box})
 
     def submit(self) -> None:
+        """Submit the tree and open the next one (nothing if it went to someone else)."""
+        if self._moved:
+            return
         assert self.output_id is not None
-        submit_tree(self.store, self.reviewer, self.output_id)
+        try:
+            submit_tree(self.store, self.reviewer, self.output_id, slot=True)
+        except routing.ItemTaken as exc:
+            self._taken(exc)
+            return
         self.state.update(output_id=next_tree(self.store, self.reviewer), reviewing=False)
 
     def back(self) -> bool:

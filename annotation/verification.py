@@ -328,15 +328,30 @@ def _check_value(attribute: str, value: Any) -> Any:
     return value
 
 
+def _renew(store: Store, conn: Any, verifier: str, task_id: str, now: datetime,
+           slot: bool | None) -> None:
+    """Renew the reservation; with ``slot`` (None: when the store acts for a signed-in
+    person) first check the verifier may still work on the task (:func:`routing.claim`)."""
+    settings = get_settings(store)
+    if slot or (slot is None and store.guard is not None):
+        routing.claim(conn, _TABLES, verifier, task_id, overlap=settings.overlap,
+                      minutes=settings.reservation_minutes, now=now)
+    else:
+        routing.renew(conn, _TABLES, verifier, task_id, now, settings.reservation_minutes)
+
+
 def give_reading(
     store: Store, verifier: str, task_id: str, image_idx: int, attribute: str, value: Any,
     *, now: datetime | None = None, active: tuple[int, float] | None = None,
+    slot: bool | None = None,
 ) -> int:
     """Record the verifier's reading of one pre-label (appended; supersedes a different
-    earlier reading; an equal reading writes nothing) and renew the reservation."""
+    earlier reading; an equal reading writes nothing) and renew the reservation (``slot``:
+    see :func:`annotation.routing.claim`)."""
     value = _check_value(attribute, value)
     text = json.dumps(value)
-    with store.transaction() as conn:
+    with store.transaction(user=verifier) as conn:
+        _renew(store, conn, verifier, task_id, _stamp(now), slot)
         current = conn.execute(
             "SELECT reading_id, value FROM current_prelabel_readings WHERE verifier = ?"
             " AND task_id = ? AND image_idx = ? AND attribute = ?",
@@ -349,8 +364,6 @@ def give_reading(
             [verifier, task_id, image_idx, attribute, text,
              _stamp(now).isoformat(timespec="microseconds"),
              None if current is None else current[0]])
-        routing.renew(conn, _TABLES, verifier, task_id, _stamp(now),
-                      get_settings(store).reservation_minutes)
         _add_time(conn, active)
         return int(cur.lastrowid or 0)
 
@@ -398,9 +411,11 @@ def give_verdict(
     store: Store, verifier: str, task_id: str, conflict: str, label: bool,
     automatic: bool | None, *, note: str | None = None, blind: bool = True,
     now: datetime | None = None, active: tuple[int, float] | None = None,
+    slot: bool | None = None,
 ) -> int:
     """Record the verified label of one conflict type (appended; supersedes a different
-    earlier verdict). ``agrees`` is derived: the verified label equals ``automatic``."""
+    earlier verdict). ``agrees`` is derived: the verified label equals ``automatic``.
+    ``slot``: see :func:`annotation.routing.claim`."""
     if conflict not in CONFLICT_TYPES:
         raise ValueError(f"conflict must be one of {', '.join(CONFLICT_TYPES)}")
     if not isinstance(label, bool):
@@ -408,7 +423,8 @@ def give_verdict(
     agrees = None if automatic is None else int(label == automatic)
     auto = None if automatic is None else int(automatic)
     note = (note or "").strip() or None
-    with store.transaction() as conn:
+    with store.transaction(user=verifier) as conn:
+        _renew(store, conn, verifier, task_id, _stamp(now), slot)
         current = conn.execute(
             "SELECT verdict_id, label, note, automatic FROM current_conflict_verdicts"
             " WHERE verifier = ? AND task_id = ? AND conflict = ?",
@@ -422,8 +438,6 @@ def give_verdict(
             [verifier, task_id, conflict, auto, agrees, int(label), note, int(blind),
              _stamp(now).isoformat(timespec="microseconds"),
              None if current is None else current[0]])
-        routing.renew(conn, _TABLES, verifier, task_id, _stamp(now),
-                      get_settings(store).reservation_minutes)
         _add_time(conn, active)
         return int(cur.lastrowid or 0)
 
@@ -442,9 +456,15 @@ def verdicts_complete(item: VerifyItem, verdicts: Mapping[str, Verdict]) -> bool
     return all(c.conflict in verdicts for c in item.checks)
 
 
-def submit_task(store: Store, verifier: str, task_id: str) -> None:
-    """Mark the task verified by this verifier (idempotent); release the reservation."""
-    with store.transaction() as conn:
+def submit_task(store: Store, verifier: str, task_id: str, *, slot: bool | None = None,
+                now: datetime | None = None) -> None:
+    """Mark the task verified by this verifier (idempotent); release the reservation.
+    ``slot``: first check the right to submit (:func:`annotation.routing.claim`)."""
+    with store.transaction(user=verifier) as conn:
+        if slot or (slot is None and store.guard is not None):
+            settings = get_settings(store)
+            routing.claim(conn, _TABLES, verifier, task_id, overlap=settings.overlap,
+                          minutes=settings.reservation_minutes, now=_stamp(now))
         conn.execute(
             "INSERT OR IGNORE INTO verify_submissions (verifier, task_id, submitted_at)"
             " VALUES (?, ?, ?)", [verifier, task_id, now_iso()])
@@ -466,7 +486,8 @@ def previous_task(store: Store, verifier: str, current: str | None) -> str | Non
 
 # ------------------------------------------------------------------------ time, progress
 def start_visit(store: Store, verifier: str, task_id: str) -> int:
-    with store.transaction() as conn:
+    """Open a visit of the task (its active time is added to it); return its id."""
+    with store.transaction(user=verifier) as conn:
         cur = conn.execute(
             "INSERT INTO verify_time (verifier, task_id, started_at) VALUES (?, ?, ?)",
             [verifier, task_id, now_iso()])

@@ -4,6 +4,11 @@ The page keeps a :class:`VerifySession`'s ``state`` (a plain dict) in ``st.sessi
 every reading and verdict is written to the store at once, so a reload or another machine
 resumes at the same task (:func:`annotation.verification.next_task` hands the verifier's
 own unfinished task back first).
+
+A stale tab (its reservation lapsed and the task went to someone else:
+:func:`annotation.routing.claim`) writes nothing: the session leaves a message in
+``state["notice"]`` and opens the verifier's next task; the rest of that interaction does
+nothing more.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 from annotation import verification as vf
+from annotation.routing import ItemTaken
 from annotation.store import Store
 from annotation.workflow import active_increment
 
@@ -26,9 +32,16 @@ class VerifySession:
         self.verifier = verifier
         self.state = state
         self.clock = clock
+        self._moved = False  # this interaction found the task gone: do nothing more
         if state.get("verifier") != verifier:
             state.clear()
             state["verifier"] = verifier
+
+    def _taken(self, exc: ItemTaken) -> None:
+        self._moved = True
+        self.state["notice"] = str(exc)
+        self.state.pop("notes", None)
+        self._open(vf.next_task(self.store, self.verifier))
 
     # ------------------------------------------------------------------ the task
     @property
@@ -86,24 +99,35 @@ class VerifySession:
         self.state["last_ts"] = now
         return self.state["visit_id"], seconds
 
-    def set_reading(self, index: int, attribute: str, value: Any) -> int:
-        """Record one reading at once (history kept)."""
+    def set_reading(self, index: int, attribute: str, value: Any) -> int | None:
+        """Record one reading at once (history kept); None when nothing was written."""
+        if self._moved:
+            return None
         assert self.task_id is not None
-        return vf.give_reading(self.store, self.verifier, self.task_id, index, attribute,
-                               value, active=self._active())
+        try:
+            return vf.give_reading(self.store, self.verifier, self.task_id, index, attribute,
+                                   value, active=self._active(), slot=True)
+        except ItemTaken as exc:
+            self._taken(exc)
+            return None
 
     def confirm_readings(self, values: Mapping[tuple[int, str], Any]) -> None:
         """Record every needed reading: ``values`` where the verifier set a field, else the
         value the field shows (the pre-label): confirming a pre-label is a reading too."""
-        for index, attribute in self.item.needed():
+        item = self.item
+        for index, attribute in item.needed():
+            if self._moved:
+                return
             value = values.get((index, attribute), self.reading_value(index, attribute))
             if attribute != "yaw" and value is None:
                 value = False
             self.set_reading(index, attribute, value)
 
-    def set_verdict(self, conflict: str, agree: bool, note: str | None = None) -> int:
+    def set_verdict(self, conflict: str, agree: bool, note: str | None = None) -> int | None:
         """Agree or disagree with the automatic label; the verified label follows. With no
         automatic label, ``agree`` means *conflict* (the page labels the buttons so)."""
+        if self._moved:
+            return None
         check = next(c for c in self.item.checks if c.conflict == conflict)
         automatic = check.automatic
         label = agree if automatic is None else (automatic if agree else not automatic)
@@ -113,20 +137,31 @@ class VerifySession:
         assert self.task_id is not None
         # blind: the automatic label was hidden until the verifier had read something
         blind = self.settings.blind and bool(self.item.needed())
-        return vf.give_verdict(self.store, self.verifier, self.task_id, conflict, label,
-                               automatic, note=note, blind=blind, active=self._active())
+        try:
+            return vf.give_verdict(self.store, self.verifier, self.task_id, conflict, label,
+                                   automatic, note=note, blind=blind, active=self._active(),
+                                   slot=True)
+        except ItemTaken as exc:
+            self._taken(exc)
+            return None
 
     def set_note(self, conflict: str, note: str) -> int | None:
         """Change the note of a verdict already given (a new row, history kept)."""
+        if self._moved:
+            return None
         verdict = self.verdicts().get(conflict)
         if verdict is None:
             self.state.setdefault("notes", {})[conflict] = note
             return None
         check = next(c for c in self.item.checks if c.conflict == conflict)
         assert self.task_id is not None
-        return vf.give_verdict(self.store, self.verifier, self.task_id, conflict,
-                               verdict.label, check.automatic, note=note,
-                               blind=verdict.blind, active=self._active())
+        try:
+            return vf.give_verdict(self.store, self.verifier, self.task_id, conflict,
+                                   verdict.label, check.automatic, note=note,
+                                   blind=verdict.blind, active=self._active(), slot=True)
+        except ItemTaken as exc:
+            self._taken(exc)
+            return None
 
     def pending_note(self, conflict: str) -> str | None:
         return self.state.get("notes", {}).get(conflict)
@@ -136,12 +171,19 @@ class VerifySession:
             self.item, self.verdicts())
 
     def submit(self) -> None:
-        """Submit the task and open the next one (or go back to where review started)."""
+        """Submit the task and open the next one (or go back to where review started).
+        Nothing when this interaction found the task gone (see ``state["notice"]``)."""
+        if self._moved:
+            return
         assert self.task_id is not None
         if not self.can_submit():
             raise ValueError("give a reading of every pre-label and a verdict per conflict "
                              "type first")
-        vf.submit_task(self.store, self.verifier, self.task_id)
+        try:
+            vf.submit_task(self.store, self.verifier, self.task_id, slot=True)
+        except ItemTaken as exc:
+            self._taken(exc)
+            return
         self.state.pop("notes", None)
         self._open(vf.next_task(self.store, self.verifier))
 

@@ -56,11 +56,22 @@ def safe_markdown(text: str) -> str:
 
 
 def require(role: str | None = None) -> User:
-    """The signed-in user; stop the page unless signed in (and, if given, in ``role``)."""
-    from annotation.app_state import open_store
+    """The signed-in user; stop the page unless signed in (and, if given, in ``role``).
+
+    Resolved from the session the request presents, on every run: the page's and each
+    rerun of a fragment (which then reruns the whole app to the sign-in page).
+    """
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    from annotation.app_state import SIGNED_OUT_KEY, open_store, rerun_app
 
     user = current_user(st.session_state, open_store(st.session_state))
     if user is None:
+        ctx = get_script_run_ctx()
+        if ctx is not None and getattr(ctx, "fragment_ids_this_run", None):
+            rerun_app()  # a fragment rerun: the whole page goes, not just the fragment
+        if message := st.session_state.get(SIGNED_OUT_KEY):
+            st.warning(message)
         st.error("Please sign in.")
         st.stop()
     if role is not None and user.role != role:

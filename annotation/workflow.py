@@ -33,6 +33,12 @@ import pandas as pd
 
 from annotation.checklist import QuestionView
 from annotation.records import Annotation
+from annotation.routing import (
+    ChangedElsewhere,
+    ItemTaken,  # noqa: F401  (raised by claim: for the pages)
+    Tables,
+    claim,
+)
 from annotation.store import Store, append_audit, dumps, now_iso
 
 DEFAULT_OVERLAP = 3
@@ -40,6 +46,11 @@ DEFAULT_RESERVATION_MINUTES = 30
 IDLE_CAP_SECONDS = 120.0
 FLAG_REASONS = ("broken_image", "ambiguous_question", "other")
 SAMPLE_MODES = ("all", "uniform", "stratified")
+#: where annotation keeps reservations and submissions (for :func:`annotation.routing.claim`)
+TABLES = Tables(reservations="reservations", submissions="submissions", unit="output_id",
+                person="annotator", answers=("annotations",))
+#: ``expected`` of :func:`give_answer` when the caller does not check for other tabs
+ANY: Any = object()
 
 
 # ------------------------------------------------------------------------ settings
@@ -62,7 +73,7 @@ def set_settings(store: Store, actor: str, **changes: int) -> Settings:
     settings = Settings(**current)
     if settings.overlap < 1 or settings.reservation_minutes < 1:
         raise ValueError("overlap and reservation_minutes must be at least 1")
-    with store.transaction() as conn:
+    with store.transaction(user=actor, role="admin") as conn:
         conn.execute(
             "INSERT INTO project (key, value) VALUES ('workflow', ?) ON CONFLICT(key)"
             " DO UPDATE SET value = excluded.value",
@@ -118,7 +129,7 @@ def draw_sample(
             chosen = rng.sample(list(outputs.output_id), size)
         else:
             chosen = _stratified(outputs, size, rng)
-    with store.transaction() as conn:
+    with store.transaction(user=actor, role="admin") as conn:
         conn.execute("DELETE FROM sample")
         conn.executemany("INSERT INTO sample (output_id) VALUES (?)", [(o,) for o in chosen])
         _audit(
@@ -169,7 +180,7 @@ def next_item(store: Store, annotator: str, now: datetime | None = None) -> str 
     settings = get_settings(store)
     eligible = eligible_outputs(store)
     eligible_ids = list(eligible.output_id)
-    with store.transaction() as conn:
+    with store.transaction(user=annotator) as conn:
         submitted = {
             r[0]: r[1]
             for r in conn.execute("SELECT output_id, count(*) FROM submissions GROUP BY output_id")
@@ -200,7 +211,10 @@ def next_item(store: Store, annotator: str, now: datetime | None = None) -> str 
             )
         ]
         eligible_set = set(eligible_ids)
-        choice = next((o for o in started if o in eligible_set and o not in mine_done), None)
+        # ... unless others filled its overlap meanwhile (its answers stay in the history)
+        choice = next((o for o in started if o in eligible_set and o not in mine_done
+                       and submitted.get(o, 0) + reserved_by_others.get(o, 0)
+                       < settings.overlap), None)
         if choice is None:
             order = personal_order(eligible_ids, annotator, settings.seed)
             rank = {o: i for i, o in enumerate(order)}
@@ -227,7 +241,7 @@ def next_item(store: Store, annotator: str, now: datetime | None = None) -> str 
 
 def release(store: Store, annotator: str, output_id: str) -> None:
     """Give a reservation back (e.g. on logout)."""
-    with store.transaction() as conn:
+    with store.transaction(user=annotator) as conn:
         conn.execute(
             "DELETE FROM reservations WHERE output_id = ? AND annotator = ?", [output_id, annotator]
         )
@@ -320,20 +334,25 @@ def load_item(store: Store, output_id: str) -> AnnotatorItem:
 
 @dataclass
 class MyAnswers:
+    """One annotator's current answers on one output; ``ids``: the row of each (by
+    question id or criterion), what a tab sends back as ``expected``."""
+
     answers: dict[str, str] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
+    ids: dict[str, int] = field(default_factory=dict)
 
 
 def my_answers(store: Store, annotator: str, output_id: str) -> MyAnswers:
     """The annotator's current answers on one output (never anyone else's)."""
     mine = MyAnswers()
-    for qid, crit, answer, score, note in store.conn.execute(
-        "SELECT question_id, criterion, answer, score, note FROM current_annotations"
-        " WHERE annotator = ? AND output_id = ?",
+    for qid, crit, answer, score, note, row_id in store.conn.execute(
+        "SELECT question_id, criterion, answer, score, note, annotation_id"
+        " FROM current_annotations WHERE annotator = ? AND output_id = ?",
         [annotator, output_id],
     ):
         key = qid or crit
+        mine.ids[key] = int(row_id)
         if qid:
             mine.answers[qid] = answer
         else:
@@ -355,38 +374,72 @@ def give_answer(
     note: str | None = None,
     now: datetime | None = None,
     active: tuple[int, float] | None = None,
+    expected: int | None | object = ANY,
+    slot: bool | None = None,
 ) -> int:
     """Record one answer (appended; supersedes a different earlier one), renew the
     reservation and add ``active = (visit_id, seconds)`` of active time, in one
-    transaction. An answer equal to the current one writes nothing and returns its id."""
-    current = store.conn.execute(
-        "SELECT annotation_id, answer, score, note FROM current_annotations WHERE annotator = ?"
-        " AND output_id = ? AND IFNULL(question_id, '') = ? AND IFNULL(criterion, '') = ?",
-        [annotator, output_id, question_id or "", criterion or ""],
-    ).fetchone()
-    if (
-        current
-        and current[1] == answer
-        and current[2] == score
-        and (note is None or current[3] == note)
-    ):
-        return int(current[0])
-    minutes = get_settings(store).reservation_minutes
-    expires = (_now(now) + timedelta(minutes=minutes)).isoformat(timespec="microseconds")
-    also: list[tuple[str, list[Any]]] = [(
-        "UPDATE reservations SET expires_at = ? WHERE output_id = ? AND annotator = ?",
-        [expires, output_id, annotator],
-    )]
-    if active is not None and active[1] > 0:
-        also.append(("UPDATE item_time SET active_seconds = active_seconds + ? WHERE visit_id = ?",
-                     [active[1], active[0]]))
-    return store.record_annotation(
-        Annotation(annotator, output_id, question_id, criterion, answer, score, note), also=also)
+    transaction. An answer equal to the current one writes nothing and returns its id.
+
+    ``expected``: the id of the current answer row the caller last showed for this
+    question or criterion (None: it showed none). When the row is another by now (a second
+    tab of the same annotator answered meanwhile) nothing is written and
+    :class:`ChangedElsewhere` is raised, with the current answer: never a silent replace.
+    Omitted: not checked. ``slot``: also require the right to answer the item now
+    (:func:`annotation.routing.claim`, else :class:`ItemTaken`); None: whenever the store
+    acts for a signed-in person (the app).
+    """
+    settings = get_settings(store)
+    moment = _now(now)
+    with store.transaction(user=annotator) as conn:
+        if slot or (slot is None and store.guard is not None):
+            claim(conn, TABLES, annotator, output_id, overlap=settings.overlap,
+                  minutes=settings.reservation_minutes, now=moment)
+        current = conn.execute(
+            "SELECT annotation_id, answer, score, note FROM current_annotations"
+            " WHERE annotator = ? AND output_id = ? AND IFNULL(question_id, '') = ?"
+            " AND IFNULL(criterion, '') = ?",
+            [annotator, output_id, question_id or "", criterion or ""],
+        ).fetchone()
+        if expected is not ANY and (current[0] if current else None) != expected:
+            raise ChangedElsewhere(
+                "This answer was changed in another tab or window meanwhile: reloaded. "
+                "Nothing was overwritten; check it and answer again if needed.")
+        if (
+            current
+            and current[1] == answer
+            and current[2] == score
+            and (note is None or current[3] == note)
+        ):
+            return int(current[0])
+        if not (slot or (slot is None and store.guard is not None)):
+            expires = (moment + timedelta(minutes=settings.reservation_minutes)).isoformat(
+                timespec="microseconds")
+            conn.execute(
+                "UPDATE reservations SET expires_at = ? WHERE output_id = ? AND annotator = ?",
+                [expires, output_id, annotator])
+        annotation_id = store.append_annotation(
+            conn, Annotation(annotator, output_id, question_id, criterion, answer, score, note))
+        if active is not None and active[1] > 0:
+            conn.execute(
+                "UPDATE item_time SET active_seconds = active_seconds + ? WHERE visit_id = ?",
+                [active[1], active[0]])
+        return annotation_id
 
 
-def submit(store: Store, annotator: str, output_id: str) -> None:
-    """Mark the item done for this annotator (idempotent) and release the reservation."""
-    with store.transaction() as conn:
+def submit(store: Store, annotator: str, output_id: str, *, slot: bool | None = None,
+           now: datetime | None = None) -> None:
+    """Mark the item done for this annotator (idempotent) and release the reservation.
+
+    ``slot``: first check the right to submit (:func:`annotation.routing.claim`: a stale
+    tab whose item went to someone else gets :class:`ItemTaken`, and the overlap is never
+    exceeded); None: whenever the store acts for a signed-in person (the app).
+    """
+    with store.transaction(user=annotator) as conn:
+        if slot or (slot is None and store.guard is not None):
+            settings = get_settings(store)
+            claim(conn, TABLES, annotator, output_id, overlap=settings.overlap,
+                  minutes=settings.reservation_minutes, now=_now(now))
         conn.execute(
             "INSERT OR IGNORE INTO submissions (annotator, output_id, submitted_at)"
             " VALUES (?, ?, ?)",
@@ -425,7 +478,8 @@ def previous_item(store: Store, annotator: str, current: str | None) -> str | No
 
 # ------------------------------------------------------------------------ time, flags
 def start_visit(store: Store, annotator: str, output_id: str) -> int:
-    with store.transaction() as conn:
+    """Open a visit of the item (its active time is added to it); return its id."""
+    with store.transaction(user=annotator) as conn:
         cur = conn.execute(
             "INSERT INTO item_time (annotator, output_id, started_at) VALUES (?, ?, ?)",
             [annotator, output_id, now_iso()],
@@ -439,10 +493,12 @@ def active_increment(last: float, now: float, cap: float = IDLE_CAP_SECONDS) -> 
     return max(0.0, min(now - last, cap))
 
 
-def add_active_time(store: Store, visit_id: int, seconds: float) -> None:
+def add_active_time(store: Store, visit_id: int, seconds: float,
+                    annotator: str | None = None) -> None:
+    """Add ``seconds`` of active time to the visit (written for ``annotator``)."""
     if seconds <= 0:
         return
-    with store.transaction() as conn:
+    with store.transaction(user=annotator) as conn:
         conn.execute(
             "UPDATE item_time SET active_seconds = active_seconds + ? WHERE visit_id = ?",
             [seconds, visit_id],
@@ -459,7 +515,7 @@ def flag_item(
 ) -> int:
     if reason not in FLAG_REASONS:
         raise ValueError(f"reason must be one of {', '.join(FLAG_REASONS)}")
-    with store.transaction() as conn:
+    with store.transaction(user=annotator) as conn:
         cur = conn.execute(
             "INSERT INTO flags (annotator, output_id, reason, question_id, note, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?)",

@@ -111,7 +111,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.local_script_runner import LocalScriptRunner
 
 from annotation import auth, render
-from annotation.app_state import ENV_DB, sign_in
+from annotation.app_state import ENV_DB, enable_test_sessions, sign_in
 from annotation.auth import User
 from annotation.importers import import_path
 from annotation.store import Store
@@ -225,6 +225,7 @@ def write_bare_page(store: Store, path: Path) -> None:
 # ------------------------------------------------------------------------ the pages
 def annotate_page() -> AppTest:
     at = AppTest.from_file(str(ANNOTATE), default_timeout=60)
+    enable_test_sessions()  # AppTest has no cookie: the token is kept in session_state
     sign_in(at.session_state, User(ANNOTATOR, "annotator"))
     at.session_state["annotate"] = {"annotator": ANNOTATOR, "guidelines_seen": True}
     return at

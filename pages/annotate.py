@@ -47,7 +47,10 @@ if session.output_id is None:
     st.stop()
 
 item = session.item
+shown_output = item.output_id  # what this page shows (the fragment checks it is still so)
 done, total = session.progress()
+if notice := session.state.pop("notice", None):  # a stale tab was refused: say why
+    st.warning(notice, icon=":material/sync_problem:")
 
 # ------------------------------------------------------------------ header
 head, bar = st.columns([3, 2], vertical_alignment="bottom")
@@ -135,7 +138,12 @@ with output_area:
 @guarded
 def answers_view() -> None:
     """The answer panel. A fragment: an answer reruns only this panel, not the images."""
+    user = require()  # every rerun of the panel checks the session again
     session = AnnotationSession(store, user.name, st.session_state["annotate"])
+    if session.state.get("output_id") != shown_output:  # moved on: redraw the whole page
+        st.rerun(scope="app")
+    if notice := session.state.pop("notice", None):
+        st.warning(notice, icon=":material/sync_problem:")
     item, mine, gate = session.item, session.answers(), session.applicable()
     targets, current = session.targets(), session.current
     if current is not None and current.is_question:

@@ -37,6 +37,8 @@ def yes_no(value: object) -> str:
 user = require()
 store = open_store(st.session_state)
 session = VerifySession(store, user.name, st.session_state.setdefault("verify", {}))
+if notice := session.state.pop("notice", None):  # a stale tab was refused: say why
+    st.warning(notice, icon=":material/sync_problem:")
 
 if session.task_id is None:
     done, _ = session.progress()

@@ -2,19 +2,25 @@
 
 import streamlit as st
 
-from annotation.app_state import current_user, demo_mode, open_store, sign_in
+from annotation.app_state import SIGNED_OUT_KEY, current_user, demo_mode, open_store, sign_in
 from annotation.auth import DEMO_ACCOUNTS, authenticate, oidc_configured
 from annotation.widgets import inert
 
 store = open_store(st.session_state)
-if current_user(st.session_state) is not None and st.session_state.get("home_page"):
+if current_user(st.session_state, store) is not None and st.session_state.get("home_page"):
     st.switch_page(st.session_state["home_page"])
 left, middle, right = st.columns([1, 2, 1])
 with middle:
     st.title("judge-audit")
     st.caption(inert(store.project_info().get("name", "")))
-    if st.session_state.pop("expired", False):
-        st.info("Your session expired. Please sign in again.")
+    if st.session_state.get("signing_in"):  # app.py is handing this browser its cookie
+        st.info("Signing in ...", icon=":material/hourglass_top:")
+        st.stop()
+    if st.session_state.pop("cookie_refused", False):
+        st.error("Signing in needs the session cookie: serve the app with `judge-audit serve` "
+                 "and allow cookies for this site.")
+    if message := st.session_state.pop(SIGNED_OUT_KEY, None):
+        st.info(message)
     with st.form("login"):
         name = st.text_input("Name", autocomplete="username")
         password = st.text_input("Password", type="password", autocomplete="current-password")
@@ -25,7 +31,8 @@ with middle:
             st.error("Wrong name or password, or the account is disabled or locked after "
                      "repeated failures (wait 5 minutes).")
         else:
-            sign_in(st.session_state, user)
+            sign_in(st.session_state, user, store,
+                    user_agent=st.context.headers.get("User-Agent"))
             st.rerun()
     if oidc_configured():
         st.button("Sign in with your organization", on_click=st.login, width="stretch")

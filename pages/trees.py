@@ -25,6 +25,8 @@ from annotation.widgets import inert, require, show_image
 user = require()
 store = open_store(st.session_state)
 session = tr.TreeSession(store, user.name, st.session_state.setdefault("trees", {}))
+if notice := session.state.pop("notice", None):  # a stale tab was refused: say why
+    st.warning(notice, icon=":material/sync_problem:")
 judge = tr.judge_for(store)
 if session.output_id is None or judge is None:
     done, _ = tr.personal_progress(store, user.name)

@@ -200,6 +200,14 @@ def test_dependency_gating_on_the_page(db):
     from annotation.session import AnnotationSession
 
     with Store.open(db) as store:
+        # answering needs the item reserved and not full (issue #12): the demo's three
+        # annotators have it, so make room for a fourth and reserve it as next_item would
+        from annotation import workflow
+
+        workflow.set_settings(store, "test", overlap=4)
+        store.conn.execute(
+            "INSERT INTO reservations (output_id, annotator, reserved_at, expires_at)"
+            " VALUES (?, 'bob', datetime('now'), '9999-12-31')", [output])
         session = AnnotationSession(store, "bob", at.session_state["annotate"])
         session._open(output)
         targets = session.targets()

@@ -5,8 +5,9 @@ Starts ``judge-audit serve`` (the demo project, built fresh in a temporary
 through Playwright. Alice (an annotator with no answers yet) signs in, leaves the
 guidelines with Enter, completes two items with Y / N and digit shortcuts then Enter, starts
 a third, reloads the page and must find the same item with the cursor on the next open
-question. Every key press is checked against the project database, which the test reads
-with its own connection (the app writes each answer at once).
+question, still signed in (the session cookie). Every key press is checked against the
+project database, which the test reads with its own connection (the app writes each answer
+at once).
 
 Skipped when ``/usr/bin/chromium`` (``apt-get install chromium``) or Playwright is missing.
 """
@@ -350,8 +351,14 @@ def run_scenario(page: Any, store: Store, port: int) -> None:
     expected = label(session, session.remaining()[0])
     assert len(given(store, output_id)) == 1
 
-    page.reload()
-    keyboard_sign_in(page)
+    page.reload()  # signed in still: the session cookie survives a reload (issue #12)
+    page.wait_for_selector("[data-testid='stSidebar']", timeout=30_000)
+    assert not page.locator("input[aria-label='Name']").count()
+    start = page.get_by_role("button", name="I have read the guidelines")
+    wait_until(page, lambda: idle(page) and (start.count() == 1 or page.evaluate(HEADER_JS)),
+               "the annotation page after the reload")
+    if start.count():  # the guidelines are shown once per browser session
+        press(page, "Enter")
     wait_until(page, lambda: shows(page, task=session.item.task_id, pointer=expected,
                                    progress=f"Your progress: 2 of {total} items",
                                    can_submit=False),
