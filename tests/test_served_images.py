@@ -42,6 +42,7 @@ from annotation.auth import User
 from annotation.importers import import_path
 from annotation.project_files import build_demo_db
 from annotation.store import Store
+from annotation.widget_keys import widget_key
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "pages"
@@ -161,7 +162,8 @@ def test_every_view_of_the_annotate_page_sends_pixels_only(hostile_db, media):
     at.toggle(key="guides").set_value(True).run()  # the layout overlay
     seen += shown_images(at, media)
     for index in range(5):  # compare with each input, side by side, large
-        at.selectbox(key=f"compare-{item.token}").set_value(index).run()
+        at.selectbox(key=widget_key("compare", item.output_id, state=at.session_state)
+                     ).set_value(index).run()
         assert not at.exception
         seen += shown_images(at, media)
     before = len(shown_images(at, media))

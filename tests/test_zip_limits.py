@@ -165,11 +165,11 @@ def test_the_import_page_refuses_an_uploaded_bomb(tmp_path, example, monkeypatch
     archive = bomb_zip(tmp_path, example)
     db = tmp_path / "p.db"
     ensure_account(db, "boss", "admin")
-    before = db_checksum(db)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     at = AppTest.from_file(str(ROOT / "pages" / "import_data.py"), default_timeout=60)
     sign_in(at.session_state, User("boss", "admin"))
     at.run()
+    before = db_checksum(db)  # after signing in, which writes the session's row
     at.file_uploader[0].upload("bomb.zip", archive.read_bytes(), "application/zip").run()
     next(b for b in at.button if b.label == "Import the upload").click().run()
     assert not at.exception
@@ -273,10 +273,12 @@ def test_the_cli_and_the_import_page_refuse_an_encrypted_zip(tmp_path, example, 
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     assert "locked.zip: annotations.jsonl: the member is encrypted" in done.stderr
+    assert db_checksum(db) == before
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     at = AppTest.from_file(str(ROOT / "pages" / "import_data.py"), default_timeout=60)
     sign_in(at.session_state, User("boss", "admin"))
     at.run()
+    before = db_checksum(db)  # after signing in, which writes the session's row
     at.file_uploader[0].upload("locked.zip", archive.read_bytes(), "application/zip").run()
     next(b for b in at.button if b.label == "Import the upload").click().run()
     assert not at.exception
