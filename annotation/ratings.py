@@ -24,11 +24,12 @@ there is none).
 
 **Intervals resample outputs.** A leave-one-out or pooled row has several pairs per output
 (one per annotator), so Fisher's interval with n = pairs is far too narrow; ``plcc_lo``/
-``plcc_hi`` are the cluster bootstrap over outputs (all pairs of a drawn output together)
-whenever it was computed (``plcc_ci_method``), Fisher's interval only where there is one
-pair per output and no bootstrap (``n_boot`` 0 or fewer than 10 outputs). Fisher's
-interval is kept in ``plcc_fisher_lo``/``hi`` where it is valid (one pair per output).
-SRCC and Kendall intervals are always the cluster bootstrap.
+``plcc_hi`` are the studentized cluster bootstrap over outputs (all pairs of a drawn
+output together; :func:`annotation.stats.correlation.reported_plcc_interval`) whenever it
+was computed (``plcc_ci_method``), Fisher's interval only where there is one pair per
+output and no bootstrap (``n_boot`` 0 or fewer than 10 outputs). Fisher's interval is
+kept in ``plcc_fisher_lo``/``hi`` where it is valid (one pair per output). SRCC and
+Kendall intervals are always the (expanded percentile) cluster bootstrap.
 
 An ensemble judge (the mean of the VLM judges' scores per output, where at least two on
 the criterion's scale scored it) is reported as its own row,

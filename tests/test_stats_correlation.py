@@ -416,3 +416,37 @@ def test_expanded_percentile_level() -> None:
     assert expanded_level(0.95, 10) > expanded_level(0.95, 60) > 0.95
     assert expanded_level(0.95, 100_000) == pytest.approx(0.95, abs=1e-4)
     assert expanded_level(0.95, None) == 0.95
+
+
+def test_cluster_robust_se_of_fisher_z_written_out() -> None:
+    """fisher_z_studentized against the influence function of r written out per row
+    (Devlin, Gnanadesikan & Kettenring 1975), summed per cluster, for the sample and a
+    weighted resample; and near Fisher's 1/sqrt(n - 3) for independent normal pairs."""
+    from annotation.stats.correlation import (
+        _cluster_moments,
+        _standardise,
+        fisher_z_studentized,
+    )
+
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=150)
+    y = 0.6 * x + rng.normal(size=150)
+    codes = np.repeat(np.arange(50), 3)
+    moments = _cluster_moments(_standardise(x), _standardise(y), codes, 50)
+    for counts in (np.ones(50), np.bincount(rng.integers(0, 50, 50), minlength=50)):
+        w = counts[codes].astype(float)
+        total = w.sum()
+        u = (x - (w * x).sum() / total)
+        v = (y - (w * y).sum() / total)
+        u, v = u / np.sqrt((w * u * u).sum() / total), v / np.sqrt((w * v * v).sum() / total)
+        r = (w * u * v).sum() / total
+        per_cluster = np.bincount(codes, weights=u * v - r * (u * u + v * v) / 2,
+                                  minlength=50)
+        se = np.sqrt((counts * per_cluster**2).sum()) / total / (1 - r * r)
+        got_r, got_se = fisher_z_studentized(counts[None, :], moments)
+        assert (got_r[0], got_se[0]) == pytest.approx((r, se), rel=1e-12)
+    x = rng.normal(size=400)
+    y = 0.5 * x + rng.normal(size=400)
+    moments = _cluster_moments(_standardise(x), _standardise(y), np.arange(400), 400)
+    assert fisher_z_studentized(np.ones((1, 400)), moments)[1][0] == pytest.approx(
+        1 / np.sqrt(397), rel=0.15)
