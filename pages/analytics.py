@@ -48,7 +48,7 @@ def show(table: pd.DataFrame, name: str, key: str, *, display: pd.DataFrame | No
     if isinstance(shown.columns, pd.MultiIndex):  # column_config cannot address these
         st.dataframe(shown.style.format("{:.3f}", na_rep="–",
                                         subset=analytics.float_columns(shown)),
-                     hide_index=True, width="stretch")
+                     hide_index=True, width="stretch", placeholder="–")
     else:
         config = {c: st.column_config.NumberColumn(format="%.3f")
                   for c in analytics.float_columns(shown)}
