@@ -88,7 +88,10 @@ class StudyDecisions:
 
 
 def _keyed(df: pd.DataFrame) -> pd.DataFrame:
-    return df.assign(key=df.output_id + SEP + df.question_id)
+    """``key`` = output_id + SEP + question_id, as plain Python strings (object dtype:
+    membership tests on them hash, where Arrow strings would loop in Python)."""
+    key = (df.output_id.astype(object) + SEP + df.question_id.astype(object)).astype(object)
+    return df.assign(key=key)
 
 
 def _vote_counts(decided: pd.DataFrame) -> pd.DataFrame:
@@ -140,7 +143,7 @@ def _output_of(keys: pd.Index | pd.Series) -> np.ndarray:
     """The output id of each decision key (``output_id + SEP + question_id``)."""
     if not len(keys):
         return np.empty(0, dtype=object)
-    return pd.Index(keys).str.split(SEP, n=1).str[0].to_numpy(dtype=object)
+    return np.asarray([k[:k.index(SEP)] for k in keys], dtype=object)
 
 
 def _row(judge: str, group: str, reference: str, judged: pd.Series, ref: pd.Series,

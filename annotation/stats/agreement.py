@@ -37,6 +37,7 @@ __all__ = [
     "Kappa",
     "McNemar",
     "Proportion",
+    "agreement_from_table",
     "bennett_s",
     "binary_agreement",
     "cohen_kappa",
@@ -418,10 +419,25 @@ def binary_agreement(
     table = contingency_table(
         [u for u, _ in keep], [v for _, v in keep], categories=categories
     )
-    n = len(keep)
+    return agreement_from_table(table.to_numpy(), list(table.index), positive=positive,
+                                n_dropped=n_dropped, conf=conf)
+
+
+def agreement_from_table(
+    table: Any,
+    categories: Sequence[Hashable],
+    *,
+    positive: Hashable = YES,
+    n_dropped: int = 0,
+    conf: float = 0.95,
+) -> pd.DataFrame:
+    """The row of :func:`binary_agreement` from its k x k contingency table (rows = judge,
+    columns = reference, both in the order of ``categories``): the one place its
+    statistics are computed, for callers that count the cells themselves."""
+    t = _as_table(table)
+    n = int(t.sum())
     pos = normalize_label(positive)
-    cats = list(table.index)
-    t = table.to_numpy()
+    cats = [normalize_label(c) for c in categories]
 
     agree = wilson_interval(int(np.trace(t)), n, conf)
     kap = cohen_kappa(t, conf=conf)

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from annotation.stats.agreement import binary_agreement, normalize_label
+from annotation.stats.agreement import agreement_from_table, normalize_label
 from annotation.stats.correlation import percentile_interval
 
 __all__ = ["MIN_CLUSTERS", "cluster_counts", "clustered_agreement", "clustered_mcnemar"]
@@ -94,6 +94,19 @@ def _cell_stats(cells: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+_KNOWN = {"yes": "yes", "no": "no", "cant_tell": None}
+
+
+def _labels(values: Any) -> pd.Series:
+    """Labels as :func:`annotation.stats.agreement.normalize_label` reads them (missing and
+    ``cant_tell`` become None), vectorized when they are the store's own yes/no/cant_tell."""
+    s = pd.Series(np.asarray(list(values) if not isinstance(values, np.ndarray | pd.Series)
+                             else values, dtype=object), dtype=object)
+    fast = bool((s.isin(list(_KNOWN)) | s.isna()).all())
+    out = s.map(_KNOWN) if fast else s.map(normalize_label)
+    return out.astype(object).where(out.notna(), None)
+
+
 def _codes(clusters: Any, n: int) -> tuple[np.ndarray, int]:
     labels = np.asarray(clusters if clusters is not None else np.arange(n), dtype=object)
     if labels.shape != (n,):
@@ -113,7 +126,9 @@ def clustered_agreement(judge: Any, reference: Any, clusters: Any = None, *,
     decision (None: every decision its own cluster). Pairs with a missing or
     ``cant_tell`` side are dropped (as :func:`annotation.stats.agreement.binary_agreement`).
 
-    Columns: every column of ``binary_agreement`` (agreement with its Wilson interval as
+    Columns: every column of ``binary_agreement`` (computed by the same
+    :func:`annotation.stats.agreement.agreement_from_table`; agreement with its Wilson
+    interval as
     ``agreement_wilson_lo``/``hi``, which assumes independent decisions), then
     ``agreement_lo``/``hi``, ``kappa_lo``/``hi``, ``ac1_lo``/``hi``,
     ``balanced_accuracy`` with ``balanced_accuracy_lo``/``hi``: percentile cluster bootstrap
@@ -121,18 +136,11 @@ def clustered_agreement(judge: Any, reference: Any, clusters: Any = None, *,
     (resamples in which the statistic was defined, the smallest over the statistics),
     ``note`` (why an interval or statistic is missing). Seeded numpy ``Generator``.
     """
-    j = pd.Series(list(judge), dtype=object).map(normalize_label)
-    r = pd.Series(list(reference), dtype=object).map(normalize_label)
+    j, r = _labels(judge), _labels(reference)
     if len(j) != len(r):
         raise ValueError(f"judge and reference differ in length: {len(j)} != {len(r)}")
     codes, _ = _codes(clusters, len(j))
     pos = normalize_label(positive)
-    row = binary_agreement(j, r, positive=pos, categories=[pos, "no" if pos == "yes" else "yes"]
-                           ).iloc[0].to_dict()
-    row["agreement_wilson_lo"] = row.pop("agreement_lo")
-    row["agreement_wilson_hi"] = row.pop("agreement_hi")
-    row.pop("kappa_lo")
-    row.pop("kappa_hi")
     keep = (j.notna() & r.notna()).to_numpy()
     jy, ry = (j[keep] == pos).to_numpy(), (r[keep] == pos).to_numpy()
     kept = codes[keep]
@@ -141,6 +149,14 @@ def clustered_agreement(judge: Any, reference: Any, clusters: Any = None, *,
     cells = np.zeros((n_clusters, 4))
     for i, mask in enumerate((jy & ry, jy & ~ry, ~jy & ry, ~jy & ~ry)):
         cells[:, i] = np.bincount(kept[mask], minlength=n_clusters)
+    a, b, c, d = cells.sum(axis=0)
+    other = "no" if pos == "yes" else "yes"
+    row = agreement_from_table([[a, b], [c, d]], [pos, other], positive=pos,
+                               n_dropped=int((~keep).sum()), conf=conf).iloc[0].to_dict()
+    row["agreement_wilson_lo"] = row.pop("agreement_lo")
+    row["agreement_wilson_hi"] = row.pop("agreement_hi")
+    row.pop("kappa_lo")
+    row.pop("kappa_hi")
     point = _cell_stats(cells.sum(axis=0))
     row["balanced_accuracy"] = float(point["balanced_accuracy"])
     intervals = ("agreement", "kappa", "ac1", "balanced_accuracy")
