@@ -4,19 +4,19 @@ The sign-in page is registered in every state (so a rerun after signing in, whic
 requests it again, finds it); signed in, it forwards to the role's first page. The menu is
 drawn here with page links, so it lists only the pages the user's role may open.
 
-Who is signed in comes from the session cookie on every rerun (annotation.app_state); right
-after a sign-in this page hands the browser its cookie (annotation.web_session), which
+Who is signed in comes from the session cookie on every rerun (annotation.ui.app_state); right
+after a sign-in this page hands the browser its cookie (annotation.ui.web_session), which
 reloads the page with it.
 """
 
 import streamlit as st
 
-from annotation import app_state
-from annotation.app_state import current_user, open_store, sign_in, sign_out
-from annotation.auth import oidc_configured, user_from_oidc
-from annotation.incidents import run_guarded
-from annotation.web_session import cookie_step
-from annotation.widgets import inert
+from annotation.accounts.auth import oidc_configured, user_from_oidc
+from annotation.ui import app_state
+from annotation.ui.app_state import current_user, open_store, sign_in, sign_out
+from annotation.ui.incidents import run_guarded
+from annotation.ui.web_session import cookie_step
+from annotation.ui.widgets import inert
 
 st.set_page_config(page_title="judge-audit", page_icon=":material/fact_check:", layout="wide")
 

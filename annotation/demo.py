@@ -2,7 +2,7 @@
 
 :func:`build_demo_bundle` writes a complete bundle (``docs/bundle-format.md``) so every page
 of the app has something real to show without any download: ten multi-reference tasks with
-drawn reference images and visual instructions (:mod:`annotation.vi_draw`), outputs of three
+drawn reference images and visual instructions (:mod:`annotation.vif.draw`), outputs of three
 generators with deliberate flaws, the scores and yes/no answers of three VLM judges (with
 VIF-style raw text) and the answers of three human annotators, including corrected answers.
 
@@ -15,7 +15,7 @@ each node's retained questions, with two mistakes for a reviewer to catch
 Every reference carries VIF-Bench conflict pre-labels (``meta.prelabel``: yaw and its
 reliability, ``light_distinctive``, ``wind_responsive``, ``pose_distinctive``, ``notes``,
 ``source``), and every task its published labels ``meta.conflicts``, computed here with the
-rules of :mod:`annotation.conflicts` from those pre-labels, as the benchmark's pipeline did.
+rules of :mod:`annotation.vif.conflicts` from those pre-labels, as the benchmark's pipeline did.
 Together the tasks make every rule fire, with the borderline cases of Appendix C.4 (see
 :data:`SUBJECTS` and the tasks ``demo-07`` to ``demo-09``). Two pre-labels are wrong on
 purpose, so a verifier has something to correct (:data:`WRONG_PRELABELS`).
@@ -40,8 +40,8 @@ from typing import Any
 
 from PIL import Image, ImageChops, ImageDraw, ImageFilter
 
-from annotation import vi_draw
-from annotation.conflicts import CONFLICT_KEYS, task_conflicts, task_prelabels
+from annotation.vif import draw as vi_draw
+from annotation.vif.conflicts import CONFLICT_KEYS, task_conflicts, task_prelabels
 
 SEED = 20260302
 SIZE = 512  # every image of the bundle is SIZE x SIZE
@@ -1312,7 +1312,7 @@ IMAGE_NOT_AT_HAND = {("demo-03", "qwen-image-edit")}
 #
 # Every generator has one output per node (``meta.node``), drawn at TREE_NODE_SIZE, and
 # TREE_JUDGE answers each node's retained questions. With its answers the automatic
-# localization (annotation.trees.automatic_localization) gives:
+# localization (annotation.trace.trees.automatic_localization) gives:
 #
 # * nano-banana: at N0 the street's magenta neon light recolours the cat; on the plain
 #   background of N1 it is red again: f2 -> Global Reference (N1). gpt-5 also claims a
@@ -1332,7 +1332,7 @@ IMAGE_NOT_AT_HAND = {("demo-03", "qwen-image-edit")}
 TREE_TASK = "demo-10"
 TREE_NODE_SIZE = 384
 #: The tree of TREE_TASK as written into its ``meta.tree_nodes``: what
-#: annotation.decompose computes for the formula (tests/test_demo_tree.py checks it), with
+#: annotation.trace.decompose computes for the formula (tests/test_demo_tree.py checks it), with
 #: the prompt a researcher sends the generator for each node (with the references the node
 #: keeps, named as in the task). ``questions``: retained question numbers.
 TREE_NODES: tuple[dict[str, Any], ...] = (
@@ -2003,7 +2003,7 @@ def _task_records(spec: TaskSpec, out_dir: Path, written: set[str]) -> dict[str,
 
 def published_conflicts(record: Mapping[str, Any]) -> dict[str, bool]:
     """The task's ``meta.conflicts`` as the benchmark's pipeline publishes them: the rules of
-    :mod:`annotation.conflicts` applied to the pre-labels (wrong ones included)."""
+    :mod:`annotation.vif.conflicts` applied to the pre-labels (wrong ones included)."""
     decisions = task_conflicts(task_prelabels(record), record["meta"])
     out = {}
     for name, key in CONFLICT_KEYS.items():

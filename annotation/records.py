@@ -2,7 +2,7 @@
 
 Every source format (the bundle, TIIF-Bench, VIF-Bench) is turned into one
 :class:`ProjectData` made of these records, so there is one validation path
-(:mod:`annotation.validate`) and one write path (:meth:`annotation.store.Store.write`).
+(:mod:`annotation.formats.validate`) and one write path (:meth:`annotation.store.Store.write`).
 Field meanings are documented in ``docs/bundle-format.md``.
 """
 

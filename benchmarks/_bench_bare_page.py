@@ -1,8 +1,8 @@
 """The bare page of benchmarks/annotate_bench.py (real-server mode): run by ``streamlit run``.
 
 The same 14 thumbnails as the annotate page (from the same cache, through
-:func:`annotation.render.thumbnail`), the instruction text and one button with the "Y"
-shortcut whose callback writes one answer through :func:`annotation.workflow.give_answer`
+:func:`annotation.ui.render.thumbnail`), the instruction text and one button with the "Y"
+shortcut whose callback writes one answer through :func:`annotation.work.workflow.give_answer`
 (the call the annotate page makes, with a reservation renewal and active time in the same
 transaction), alternately "yes" and "no" so that every press writes one row. Nothing else:
 no account check, no navigation, no fragment.
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotation import render, workflow
-from annotation.app_state import open_store
+from annotation.ui import render
+from annotation.ui.app_state import open_store
+from annotation.work import workflow
 
 st.set_page_config(page_title="bare page", layout="wide")
 PAGE = json.loads(Path(os.environ["JUDGE_AUDIT_BENCH_PAGE"]).read_text())

@@ -11,7 +11,7 @@ imports it into a fresh project with the annotator's account.
 **Real servers (the default).** Starts ``judge-audit serve --db DB`` (the app) and
 ``streamlit run benchmarks/_bench_bare_page.py`` (the bare page: the same 14 thumbnails from
 the same cache, the instruction and one "Y" button whose callback writes one answer through
-:func:`annotation.workflow.give_answer`, as the annotate page does), each in a process group
+:func:`annotation.work.workflow.give_answer`, as the annotate page does), each in a process group
 of its own, stopped at the end (also on error). Debian's Chromium (1280x800, Playwright)
 signs in to the app with the annotator, leaves the guidelines with Enter and opens the bare
 page in a second browser context. A figure is the time between the websocket frame the
@@ -54,7 +54,7 @@ so its annotate figure is a full page run:
 * **annotate**: ``pages/annotate.py`` with a signed-in annotator who has seen the
   guidelines: the run that follows a click on "Yes" / "No";
 * **bare**: a minimal script written to the temporary folder that shows the same 14
-  thumbnails with ``st.image`` from the same cache (:func:`annotation.render.thumbnail`),
+  thumbnails with ``st.image`` from the same cache (:func:`annotation.ui.render.thumbnail`),
   the instruction text and three plain buttons (no callbacks, no write, no account check),
   timed the same way after a click on one of its buttons;
 * **annotate, no click** (for information): a plain rerun of the annotate page, i.e. one
@@ -110,11 +110,12 @@ from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.local_script_runner import LocalScriptRunner
 
-from annotation import auth, render
-from annotation.app_state import ENV_DB, enable_test_sessions, sign_in
-from annotation.auth import User
-from annotation.importers import import_path
+from annotation.accounts import auth
+from annotation.accounts.auth import User
+from annotation.formats.importers import import_path
 from annotation.store import Store
+from annotation.ui import render
+from annotation.ui.app_state import ENV_DB, enable_test_sessions, sign_in
 
 REPO = Path(__file__).resolve().parents[1]
 ANNOTATE = REPO / "pages" / "annotate.py"
@@ -143,8 +144,9 @@ import json
 
 import streamlit as st
 
-from annotation import auth, render
-from annotation.app_state import open_store
+from annotation.accounts import auth
+from annotation.ui import render
+from annotation.ui.app_state import open_store
 
 PAGE = json.loads({page!r})
 store = open_store(st.session_state)

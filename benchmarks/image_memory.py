@@ -3,7 +3,7 @@
     python benchmarks/image_memory.py [--side 8000] [--cases png,rgba,jpeg,palette]
 
 Writes, in a temporary folder, one ``--side`` x ``--side`` image per case (8000 x 8000 =
-64 Mpx, the import pixel limit :data:`annotation.images.MAX_PIXELS`): an opaque RGB PNG, an
+64 Mpx, the import pixel limit :data:`annotation.formats.images.MAX_PIXELS`): an opaque RGB PNG, an
 RGBA PNG, a JPEG (quality 90) and a palette PNG, each as the one output of a small bundle.
 Then every measurement runs in a **child process of its own**, which reports its own peak
 resident memory (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) before and after the work,
@@ -11,12 +11,12 @@ and the time the work took:
 
 * ``decode`` (the **baseline**): ``Image.open(path).load()``, nothing else: what any
   program that looks at the image's pixels once has to pay;
-* ``import``: :func:`annotation.importers.import_path` of the bundle into a fresh project
+* ``import``: :func:`annotation.formats.importers.import_path` of the bundle into a fresh project
   (reading, checking and decoding the image, copying it into the media folder);
 * ``served-256``, ``served-1024``, ``served-2048``: the bytes an annotator's browser gets
   at the strip, large and enlarge sizes, cold (nothing cached):
-  :func:`annotation.render.browser_image` (on code older than that function,
-  :func:`annotation.render.thumbnail_bytes`, so the same script measures both).
+  :func:`annotation.ui.render.browser_image` (on code older than that function,
+  :func:`annotation.ui.render.thumbnail_bytes`, so the same script measures both).
 
 Printed per case and step: peak RSS of the child, its growth during the step (peak after
 minus peak before: the interpreter and imports excluded), that growth divided by the
@@ -112,9 +112,9 @@ def child(step: str, bundle: Path, image: Path, db: Path) -> dict[str, float]:
             im.load()
         seconds = time.perf_counter() - start
         return {"before": before, "peak": _peak_mb(), "seconds": seconds}
-    from annotation import render
-    from annotation.importers import import_path
+    from annotation.formats.importers import import_path
     from annotation.store import Store
+    from annotation.ui import render
 
     if step == "import":
         before = _peak_mb()

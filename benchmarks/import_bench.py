@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
 from annotation.store import Store
 
 JUDGES = ["gpt-5", "gemini-2.5-pro", "qwen3-vl", "gpt-4o", "claude"]

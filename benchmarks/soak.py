@@ -39,8 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from annotation import auth, workflow  # noqa: E402
+from annotation.accounts import auth  # noqa: E402
 from annotation.store import Store  # noqa: E402
+from annotation.work import workflow  # noqa: E402
 
 MAX_ANNOTATORS, MAX_MINUTES = 20, 30
 ANSWER_TIMEOUT = 15.0

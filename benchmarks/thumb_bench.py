@@ -7,13 +7,13 @@ Writes a bundle with one VIF-like task (7 references, 6 visual instructions, 1 o
 it into a fresh project, then times what a page needs to show them: the 13 inputs at 256 px
 (the strip) and the output at 1024 px, as bytes ready for ``st.image``:
 
-* **cold**: :func:`annotation.render.thumbnail_bytes` with an empty cache (thumbnails are
+* **cold**: :func:`annotation.ui.render.thumbnail_bytes` with an empty cache (thumbnails are
   made and written), i.e. the first view of a task;
 * **warm**: the same calls again (cache hits), i.e. every later rerun or session;
 * **baseline**: no cache: every image opened, decoded, resized (LANCZOS) and encoded as
   JPEG quality 88 on every call, which is what a page without the cache does.
 
-Also times the layout/arrow overlay of the output (:func:`annotation.render.overlay_png`)
+Also times the layout/arrow overlay of the output (:func:`annotation.ui.render.overlay_png`)
 cold and warm. Prints the median of ``--repeats`` runs of each, and ratios; cold and
 baseline alternate within the run, so a busy machine slows both alike. The OS file cache is
 warm for all variants (the sources are read before timing starts).
@@ -35,9 +35,9 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFilter
 
-from annotation import render
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
 from annotation.store import Store
+from annotation.ui import render
 
 N_REFERENCES, N_VI = 7, 6
 

@@ -1,9 +1,9 @@
 """Admin: judge validation. The report's tables and figures, in the layouts of the seed
 papers, and a drill-down to the items where a judge is furthest from the humans.
 
-Layout only: the statistics are :func:`annotation.report.build_report`, the seed layouts
-and the drill-down :mod:`annotation.analytics`, the figures
-:mod:`annotation.report_figures`. This is the one page that shows judges' text: always with
+Layout only: the statistics are :func:`annotation.results.report.build_report`, the seed layouts
+and the drill-down :mod:`annotation.results.analytics`, the figures
+:mod:`annotation.results.figures`. This is the one page that shows judges' text: always with
 ``st.text`` / ``st.code``, never as markdown or HTML.
 """
 
@@ -13,14 +13,16 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotation import analytics, judge_bias, render, report_figures
-from annotation.app_state import open_store
-from annotation.ratings import AVERAGE
-from annotation.report import ReportOptions, build_report
+from annotation.results import analytics, judge_bias
+from annotation.results import figures as report_figures
+from annotation.results.ratings import AVERAGE
+from annotation.results.report import ReportOptions, build_report
+from annotation.results.study import StudyData, load_study
 from annotation.store import Store
-from annotation.study import StudyData, load_study
-from annotation.widgets import inert, require, show_image
-from annotation.workflow import load_item
+from annotation.ui import render
+from annotation.ui.app_state import open_store
+from annotation.ui.widgets import inert, require, show_image
+from annotation.work.workflow import load_item
 
 require("admin")
 store = open_store(st.session_state)

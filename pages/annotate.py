@@ -1,21 +1,22 @@
 """The annotator workspace: one output at a time, keyboard first, blind.
 
-Layout only: the controller is annotation.session.AnnotationSession; images come from
-annotation.widgets.show_image (re-encoded from pixels, a placeholder if unreadable). No pass
+Layout only: the controller is annotation.work.session.AnnotationSession; images come from
+annotation.ui.widgets.show_image (re-encoded from pixels, a placeholder if unreadable). No pass
 answer, judge output or generator name is ever put on this page (AnnotatorItem has no field
 for them).
 """
 
 import streamlit as st
 
-from annotation import render, workflow
-from annotation.app_state import open_store
-from annotation.checklist import group_questions
-from annotation.incidents import guarded
-from annotation.readouts import readouts
-from annotation.session import AnnotationSession
-from annotation.widget_keys import widget_key
-from annotation.widgets import inert, require, safe_markdown, show_image
+from annotation.ui import render
+from annotation.ui.app_state import open_store
+from annotation.ui.incidents import guarded
+from annotation.ui.widget_keys import widget_key
+from annotation.ui.widgets import inert, require, safe_markdown, show_image
+from annotation.vif.readouts import readouts
+from annotation.work import workflow
+from annotation.work.checklist import group_questions
+from annotation.work.session import AnnotationSession
 
 ANSWER_TEXT = {"yes": "Yes", "no": "No", "cant_tell": "Can't tell"}
 

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from annotation import auth, workflow
-from annotation.app_state import open_store
-from annotation.widgets import require
+from annotation.accounts import auth
+from annotation.ui.app_state import open_store
+from annotation.ui.widgets import require
+from annotation.work import workflow
 
 user = require("admin")
 store = open_store(st.session_state)

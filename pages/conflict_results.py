@@ -1,16 +1,16 @@
 """Admin: conflict-label verification settings, progress and results (VIF-Bench).
 
-Layout only: annotation.verification (settings, progress) and annotation.conflict_results
+Layout only: annotation.work.verification (settings, progress) and annotation.results.conflicts
 (tables, export) do the work; `judge-audit conflicts --db DB --out DIR` writes the same.
 """
 
 import streamlit as st
 
-from annotation import conflict_results as cr
-from annotation import verification as vf
-from annotation.analytics import csv_bytes
-from annotation.app_state import open_store
-from annotation.widgets import require
+from annotation.results import conflicts as cr
+from annotation.results.analytics import csv_bytes
+from annotation.ui.app_state import open_store
+from annotation.ui.widgets import require
+from annotation.work import verification as vf
 
 CAPTIONS = {
     "conflict_agreement": "Automatic labels against the verified ones (majority of verifiers; "

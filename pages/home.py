@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from annotation import overview
-from annotation.app_state import open_store
-from annotation.widgets import inert, require, safe_markdown
+from annotation.results import overview
+from annotation.ui.app_state import open_store
+from annotation.ui.widgets import inert, require, safe_markdown
 
 require("admin")
 store = open_store(st.session_state)

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotation.app_state import open_store
-from annotation.importers import FORMATS, import_path
+from annotation.formats.importers import FORMATS, import_path
 from annotation.records import ImportRefused
-from annotation.widgets import require
+from annotation.ui.app_state import open_store
+from annotation.ui.widgets import require
 
 user = require("admin")
 store = open_store(st.session_state)

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from annotation.app_state import SIGNED_OUT_KEY, current_user, demo_mode, open_store, sign_in
-from annotation.auth import DEMO_ACCOUNTS, authenticate, oidc_configured
-from annotation.widgets import inert
+from annotation.accounts.auth import DEMO_ACCOUNTS, authenticate, oidc_configured
+from annotation.ui.app_state import SIGNED_OUT_KEY, current_user, demo_mode, open_store, sign_in
+from annotation.ui.widgets import inert
 
 store = open_store(st.session_state)
 if current_user(st.session_state, store) is not None and st.session_state.get("home_page"):

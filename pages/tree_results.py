@@ -1,6 +1,6 @@
 """Admin: diagnostic-tree review settings, progress and results (TRACE-Bench).
 
-Layout only: annotation.tree_review (settings) and annotation.tree_results (progress,
+Layout only: annotation.work.tree_review (settings) and annotation.results.trees (progress,
 tables, figures, export) do the work; `judge-audit trees --db DB --out DIR` writes the
 same tables.
 """
@@ -8,13 +8,13 @@ same tables.
 import pandas as pd
 import streamlit as st
 
-from annotation import tree_results as res
-from annotation import tree_review as tr
-from annotation.analytics import csv_bytes, float_columns
-from annotation.app_state import open_store
+from annotation.results import trees as res
+from annotation.results.analytics import csv_bytes, float_columns
 from annotation.store import Store
-from annotation.trees import default_judge, vlm_judges
-from annotation.widgets import require
+from annotation.trace.trees import default_judge, vlm_judges
+from annotation.ui.app_state import open_store
+from annotation.ui.widgets import require
+from annotation.work import tree_review as tr
 
 PAPER_AGREEMENT = 0.826  # TRACE-Bench Appendix C.3: 200 Emu3.5 cases
 

@@ -1,7 +1,7 @@
 """Review diagnostic trees (TRACE-Bench): where does each failure at the root originate?
 
-Layout only: annotation.trees reads the tree, its node images and the judge's passes;
-annotation.tree_review stores the reviewer's answers and decides when the automatic
+Layout only: annotation.trace.trees reads the tree, its node images and the judge's passes;
+annotation.work.tree_review stores the reviewer's answers and decides when the automatic
 localization may be shown (after every failing instance is answered).
 """
 
@@ -9,18 +9,18 @@ localization may be shown (after every failing instance is answered).
 import plotly.graph_objects as go
 import streamlit as st
 
-from annotation import render
-from annotation import tree_review as tr
-from annotation.app_state import open_store
-from annotation.trees import (
+from annotation.trace.trees import (
     automatic_localization,
     instance_table,
     load_tree_item,
     question_passes,
     task_questions,
 )
-from annotation.widget_keys import widget_key
-from annotation.widgets import inert, require, show_image
+from annotation.ui import render
+from annotation.ui.app_state import open_store
+from annotation.ui.widget_keys import widget_key
+from annotation.ui.widgets import inert, require, show_image
+from annotation.work import tree_review as tr
 
 user = require()
 store = open_store(st.session_state)

@@ -4,7 +4,7 @@ Deletes the output folder and writes it again with
 :func:`annotation.demo.build_demo_bundle`. The build is deterministic, and
 ``tests/test_demo.py`` checks that the committed ``data/demo`` equals a fresh build, so run
 this script (and commit its result) after every change to ``annotation/demo.py`` or
-``annotation/vi_draw.py``.
+``annotation/vif/draw.py``.
 """
 
 from __future__ import annotations

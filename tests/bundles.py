@@ -64,7 +64,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def ensure_account(db_path: Path, name: str, role: str = "annotator") -> None:
     """Create the account ``name`` in the project at ``db_path`` if it does not exist."""
-    from annotation import auth
+    from annotation.accounts import auth
     from annotation.store import Store
 
     with Store.open(db_path) as store:

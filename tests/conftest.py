@@ -11,11 +11,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bundles import write_doc_example  # noqa: E402
 
-from annotation.app_state import enable_test_sessions  # noqa: E402
 from annotation.store import Store  # noqa: E402
+from annotation.ui.app_state import enable_test_sessions  # noqa: E402
 
 # AppTest has no browser, hence no session cookie: sign_in() keeps the session token in
-# session_state instead, in this process only (see annotation.app_state).
+# session_state instead, in this process only (see annotation.ui.app_state).
 enable_test_sessions()
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"

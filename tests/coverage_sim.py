@@ -2,7 +2,7 @@
 
 Used by ``benchmarks/coverage.py`` (the full benchmark) and ``tests/test_coverage.py`` (a
 small seeded version). Nothing here re-implements a table of the report: each simulated
-study is a :class:`annotation.study.StudyData` built in memory and handed to the builders
+study is a :class:`annotation.results.study.StudyData` built in memory and handed to the builders
 (``ratings_table``, ``checklist_table``, ``reliability_table``, ``judge_comparisons``, ...);
 the interval a builder writes is then compared with the population value of its estimand.
 
@@ -91,8 +91,8 @@ import pandas as pd
 
 CRITERION = "quality"
 ANNOTATORS = ("h1", "h2", "h3")
-HUMAN_LOO = "human (leave-one-out)"  # annotation.ratings.HUMAN_LOO (checked at load)
-CHECKLIST_ROW = "checklist (yes/no)"  # annotation.human_reliability.CHECKLIST
+HUMAN_LOO = "human (leave-one-out)"  # annotation.results.ratings.HUMAN_LOO (checked at load)
+CHECKLIST_ROW = "checklist (yes/no)"  # annotation.results.reliability.CHECKLIST
 TRUTH_SEED = 20_240_601  # the truth does not depend on --seed
 NOMINAL = 0.95
 TEST_LEVEL = 0.05
@@ -291,8 +291,8 @@ def _judges_frame(names: Iterable[str]) -> pd.DataFrame:
 
 
 def ratings_study(d: RatingsDesign, rng: np.random.Generator) -> Any:
-    """A :class:`annotation.study.StudyData` drawn from the ratings design."""
-    from annotation.study import StudyData
+    """A :class:`annotation.results.study.StudyData` drawn from the ratings design."""
+    from annotation.results.study import StudyData
 
     a = rating_arrays(d, rng, d.n_tasks)
     oid = _output_ids(a["task"], a["gen"])
@@ -324,8 +324,8 @@ ANSWER = np.array(["cant_tell", "no", "yes"], dtype=object)  # code + 1
 
 
 def checklist_study(d: ChecklistDesign, rng: np.random.Generator) -> Any:
-    """A :class:`annotation.study.StudyData` drawn from the checklist design."""
-    from annotation.study import StudyData
+    """A :class:`annotation.results.study.StudyData` drawn from the checklist design."""
+    from annotation.results.study import StudyData
 
     a = checklist_arrays(d, rng, d.n_tasks)
     n, n_q = a["truth"].shape
@@ -879,25 +879,26 @@ def _call(fn: Callable, *args: Any, **kw: Any) -> Any:
 #: table -> candidate (module, function) in order; a function with an ``options`` parameter
 #: gets ``ReportOptions(n_boot, seed)``, others ``n_boot``/``seed`` keywords if they take them.
 TABLE_SOURCES: dict[str, list[tuple[str, str]]] = {
-    "ratings": [("annotation.ratings", "ratings_table")],
-    "checklist": [("annotation.checklist_agreement", "checklist_table")],
-    "checklist_comparisons": [("annotation.report", "checklist_comparisons"),
-                              ("annotation.report", "checklist_comparisons_table"),
-                              ("annotation.checklist_agreement", "mcnemar_table")],
-    "reliability": [("annotation.human_reliability", "reliability_table")],
-    "judge_comparisons": [("annotation.report", "judge_comparisons")],
-    "system_level": [("annotation.report", "system_table")],
-    "operators": [("annotation.operator_scores", "operators_table")],
-    "bland_altman": [("annotation.judge_bias", "bland_altman_table"),
-                     ("annotation.report", "bland_altman_table"),
-                     ("annotation.report", "bland_altman"),
-                     ("annotation.ratings", "bland_altman_table"),
+    "ratings": [("annotation.results.ratings", "ratings_table")],
+    "checklist": [("annotation.results.checklist", "checklist_table")],
+    "checklist_comparisons": [("annotation.results.report", "checklist_comparisons"),
+                              ("annotation.results.report", "checklist_comparisons_table"),
+                              ("annotation.results.checklist", "mcnemar_table")],
+    "reliability": [("annotation.results.reliability", "reliability_table")],
+    "judge_comparisons": [("annotation.results.report", "judge_comparisons")],
+    "system_level": [("annotation.results.report", "system_table")],
+    "operators": [("annotation.results.operators", "operators_table")],
+    "bland_altman": [("annotation.results.judge_bias", "bland_altman_table"),
+                     ("annotation.results.report", "bland_altman_table"),
+                     ("annotation.results.report", "bland_altman"),
+                     ("annotation.results.ratings", "bland_altman_table"),
                      ("annotation.bland_altman", "bland_altman_table"),
                      ("annotation.stats.bland_altman", "bland_altman_table")],
 }
-PRODUCT_MODULES = ("annotation.study", "annotation.ratings", "annotation.checklist_agreement",
-                   "annotation.human_reliability", "annotation.operator_scores",
-                   "annotation.report", "annotation.analytics")
+PRODUCT_MODULES = ("annotation.results.study", "annotation.results.ratings",
+                   "annotation.results.checklist",
+                   "annotation.results.reliability", "annotation.results.operators",
+                   "annotation.results.report", "annotation.results.analytics")
 
 
 def _wrap(fn: Callable, options_cls: Any) -> Callable[[Any, int, int, dict], pd.DataFrame]:
@@ -928,10 +929,11 @@ def load_product(*, attempts: int = 10, wait: float = 30.0,
             for name in [m for m in sys.modules if m.split(".")[0] == "annotation"]:
                 del sys.modules[name]  # re-read everything, half-written or not
     _preimport(log)
-    report = mods["annotation.report"]
+    report = mods["annotation.results.report"]
     product = Product()
-    if getattr(mods["annotation.ratings"], "HUMAN_LOO", HUMAN_LOO) != HUMAN_LOO:
-        log(f"note: annotation.ratings.HUMAN_LOO is {mods['annotation.ratings'].HUMAN_LOO!r}")
+    if getattr(mods["annotation.results.ratings"], "HUMAN_LOO", HUMAN_LOO) != HUMAN_LOO:
+        loo = mods["annotation.results.ratings"].HUMAN_LOO
+        log(f"note: annotation.results.ratings.HUMAN_LOO is {loo!r}")
     for table, candidates in TABLE_SOURCES.items():
         for module, name in candidates:
             try:
@@ -953,7 +955,7 @@ def load_product(*, attempts: int = 10, wait: float = 30.0,
                     return cache["__report__"][_t]
 
                 product.builders[table] = from_report
-                product.sources[table] = f"annotation.report.build_report()[{table!r}]"
+                product.sources[table] = f"annotation.results.report.build_report()[{table!r}]"
             else:
                 product.missing[table] = "no builder in this version"
     product.builders["trace"], product.sources["trace"] = _trace_builder(mods, product)
@@ -983,14 +985,14 @@ _TRACE_NAMES = {"Pearson": "pearson", "Pearson lo": "pearson_lo", "Pearson hi": 
 def _trace_builder(mods: dict[str, Any], product: Product) -> tuple[Callable | None, str]:
     """TRACE-Bench's judge table: ``operator_scores.trace_table(study, checklist, ...)`` in
     the new code, ``analytics.trace_table(operators, checklist)`` in the old one."""
-    new = getattr(mods["annotation.operator_scores"], "trace_table", None)
-    old = getattr(mods["annotation.analytics"], "trace_table", None)
+    new = getattr(mods["annotation.results.operators"], "trace_table", None)
+    old = getattr(mods["annotation.results.analytics"], "trace_table", None)
     if callable(new) and next(iter(inspect.signature(new).parameters)) == "study":
         def trace(study: Any, n_boot: int, seed: int, cache: dict) -> pd.DataFrame:
             chk = table_for("checklist", study, n_boot, seed, cache, product)
             return _call(new, study, chk, n_boot=n_boot, seed=seed)
 
-        return trace, "annotation.operator_scores.trace_table(study, checklist)"
+        return trace, "annotation.results.operators.trace_table(study, checklist)"
     if callable(old):
         def trace_old(study: Any, n_boot: int, seed: int, cache: dict) -> pd.DataFrame:
             ops = table_for("operators", study, n_boot, seed, cache, product)
@@ -998,7 +1000,7 @@ def _trace_builder(mods: dict[str, Any], product: Product) -> tuple[Callable | N
             table = _call(old, ops, chk, n_boot=n_boot, seed=seed)
             return table.rename(columns=_TRACE_NAMES)
 
-        return trace_old, "annotation.analytics.trace_table(operators, checklist)"
+        return trace_old, "annotation.results.analytics.trace_table(operators, checklist)"
     return None, "no trace_table in this version"
 
 

@@ -1,12 +1,12 @@
 """An independent statement of the DSG gating rule, for tests: the annotation page's own
-``annotation.checklist.applicable``, applied answerer by answerer and output by output
-(a slow loop, unlike the vectorized ``annotation.decisions``)."""
+``annotation.work.checklist.applicable``, applied answerer by answerer and output by output
+(a slow loop, unlike the vectorized ``annotation.results.decisions``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from annotation.checklist import QuestionView, applicable
+from annotation.work.checklist import QuestionView, applicable
 
 
 def gated_answers(answers: pd.DataFrame, questions: pd.DataFrame, who: str) -> pd.DataFrame:

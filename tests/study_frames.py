@@ -2,7 +2,7 @@
 
 ``rating_study`` simulates ratings on a 1-10 scale (a latent quality per output, annotators
 and judges as noisy copies of it); ``checklist_study`` simulates yes/no checklists with an
-output-level effect. Both return :class:`annotation.study.StudyData`, the input of every
+output-level effect. Both return :class:`annotation.results.study.StudyData`, the input of every
 report table builder.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from annotation.study import StudyData
+from annotation.results.study import StudyData
 
 CRITERION = "quality"
 

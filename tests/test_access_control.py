@@ -6,7 +6,7 @@ Everything runs on real SQLite projects in tmp folders, the pages through AppTes
 A note on URLs: the project keeps its pages in ``pages/`` beside ``app.py``, so Streamlit
 also serves every file there under its own URL (``/analytics``, ``/home``, ...), running
 that file directly, without ``app.py`` and its menu. The menu is therefore not a barrier:
-each page must refuse by itself (``annotation.widgets.require``). The tests ask for every
+each page must refuse by itself (``annotation.ui.widgets.require``). The tests ask for every
 admin page in each way a browser can: the file itself, a page switch inside the app, and
 the page's URL.
 """
@@ -30,15 +30,16 @@ from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 from test_hostile_input import rendered_strings
 
-from annotation import auth, workflow
-from annotation import verification as vf
-from annotation.app_state import current_user, sign_in
-from annotation.auth import User
+from annotation.accounts import auth
+from annotation.accounts.auth import User
 from annotation.cli import main
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
 from annotation.store import Store
-from annotation.verify_session import VerifySession
-from annotation.widget_keys import widget_key
+from annotation.ui.app_state import current_user, sign_in
+from annotation.ui.widget_keys import widget_key
+from annotation.work import verification as vf
+from annotation.work import workflow
+from annotation.work.verify_session import VerifySession
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -411,7 +412,7 @@ def test_passwords_are_never_stored_shown_or_logged(tmp_path, monkeypatch, caplo
     assert stored_hash.startswith("scrypt$")
     files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
     # read in another process: this one serves the project (AppTest opened it), and the
-    # guard refuses ordinary reads of a served database (annotation/guard.py)
+    # guard refuses ordinary reads of a served database (annotation/store/guard.py)
     data = b"".join(subprocess.run([sys.executable, "-c", "import sys; sys.stdout.buffer."
                                     "write(open(sys.argv[1], 'rb').read())", str(p)],
                                    capture_output=True, check=True).stdout

@@ -1,5 +1,5 @@
-"""alt_test.csv and alt_test_annotators.csv (annotation.alt_tests): ranks for judges on their
-own scale, checklist on gated decisions, one run for both tables.
+"""alt_test.csv and alt_test_annotators.csv (annotation.results.alt_tests): ranks for judges on
+their own scale, checklist on gated decisions, one run for both tables.
 
 Every expected number is re-derived here over plain dicts (the procedure of Calderon,
 Reichart & Dror 2025, Sec. 3, written out), with scipy's t-test and statsmodels'
@@ -16,7 +16,8 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from annotation.alt_tests import (
+from annotation.cli import main
+from annotation.results.alt_tests import (
     ANNOTATOR_COLUMNS,
     CHECKLIST,
     COLUMNS,
@@ -24,10 +25,9 @@ from annotation.alt_tests import (
     alt_test_table,
     run_alt_tests,
 )
-from annotation.cli import main
-from annotation.decisions import human_decisions, judge_decisions
+from annotation.results.decisions import human_decisions, judge_decisions
+from annotation.results.study import StudyData, load_study
 from annotation.store import Store
-from annotation.study import StudyData, load_study
 
 # ------------------------------------------------------------------ helpers
 

@@ -1,4 +1,4 @@
-"""annotation.analytics on the demo project: the seed layouts hold exactly the report's
+"""annotation.results.analytics on the demo project: the seed layouts hold exactly the report's
 numbers, the confusion table adds up, the drill-down is sorted and agrees with the tables."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 from gating_reference import gated_answers
 
-from annotation import analytics
 from annotation.cli import main
-from annotation.ratings import ENSEMBLE, HUMAN_LOO
-from annotation.report import ReportOptions, build_report
+from annotation.results import analytics
+from annotation.results.ratings import ENSEMBLE, HUMAN_LOO
+from annotation.results.report import ReportOptions, build_report
+from annotation.results.study import load_study
 from annotation.stats.agreement import majority, normalize_label
 from annotation.store import Store
-from annotation.study import load_study
-from annotation.workflow import give_answer
+from annotation.work.workflow import give_answer
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,14 @@ import pytest
 from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
 
-from annotation import analytics
-from annotation.app_state import sign_in
-from annotation.auth import User
+from annotation.accounts.auth import User
 from annotation.cli import main
-from annotation.report import ReportOptions, build_report
+from annotation.results import analytics
+from annotation.results.report import ReportOptions, build_report
+from annotation.results.study import load_study
 from annotation.store import Store
-from annotation.study import load_study
-from annotation.workflow import give_answer
+from annotation.ui.app_state import sign_in
+from annotation.work.workflow import give_answer
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "analytics.py")
 N_BOOT = 20

@@ -10,11 +10,11 @@ import pytest
 from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
 
-from annotation import workflow
-from annotation.app_state import sign_in
-from annotation.auth import User
+from annotation.accounts.auth import User
 from annotation.cli import main
 from annotation.store import Store
+from annotation.ui.app_state import sign_in
+from annotation.work import workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -24,7 +24,7 @@ PAGE = str(ROOT / "pages" / "annotate.py")
 @pytest.fixture
 def fresh_db(tmp_path, monkeypatch) -> Path:
     """The demo project without its imported human answers: every output is open."""
-    from annotation.importers import import_project, load
+    from annotation.formats.importers import import_project, load
     from annotation.project_files import DEMO_BUNDLE
 
     path = tmp_path / "fresh.db"
@@ -197,12 +197,12 @@ def test_dependency_gating_on_the_page(db):
     at.session_state["annotate"] = {"annotator": "bob", "guidelines_seen": True}
     at.run()
     # open the item with the dependent question through the session, then answer its parent
-    from annotation.session import AnnotationSession
+    from annotation.work.session import AnnotationSession
 
     with Store.open(db) as store:
         # answering needs the item reserved and not full (issue #12): the demo's three
         # annotators have it, so make room for a fourth and reserve it as next_item would
-        from annotation import workflow
+        from annotation.work import workflow
 
         workflow.set_settings(store, "test", overlap=4)
         store.conn.execute(
@@ -311,7 +311,7 @@ def test_back_reopens_the_previous_item(db):
 
 
 def test_a_disabled_account_is_signed_out_at_its_next_click(db):
-    from annotation import auth
+    from annotation.accounts import auth
 
     at = annotate_as("alice")
     with Store.open(db) as store:

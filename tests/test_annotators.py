@@ -1,4 +1,4 @@
-"""annotators.csv (annotation.annotators): a simulated study in which one annotator answers
+"""annotators.csv (annotation.results.annotators): a simulated study in which one annotator answers
 at random and fast, one straight-lines a criterion and one says cant_tell a lot; they are
 flagged and the careful annotators are not. Every number is recomputed by hand with pandas,
 scipy and scikit-learn."""
@@ -11,10 +11,10 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from annotation.annotators import annotators_table
 from annotation.cli import main
+from annotation.results.annotators import annotators_table
+from annotation.results.study import StudyData, load_study
 from annotation.store import Store
-from annotation.study import StudyData, load_study
 
 CRITERIA = ["sharpness", "adherence"]  # project order (not alphabetical)
 GOOD = ["g1", "g2", "g3", "g4"]

@@ -9,10 +9,10 @@ import pytest
 from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
 
-from annotation.app_state import sign_in
-from annotation.auth import User
+from annotation.accounts.auth import User
 from annotation.cli import main
 from annotation.store import Store
+from annotation.ui.app_state import sign_in
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

@@ -1,4 +1,4 @@
-"""Accounts (annotation/auth.py) and the ``judge-audit user`` commands."""
+"""Accounts (annotation/accounts/auth.py) and the ``judge-audit user`` commands."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from annotation import auth
-from annotation.auth import (
+from annotation.accounts import auth
+from annotation.accounts.auth import (
     DEMO_ACCOUNTS,
     AccountError,
     DuplicateUser,
@@ -521,7 +521,7 @@ def test_oidc_configured_reads_the_auth_secrets(monkeypatch):
 
 def test_oidc_configured_with_a_real_secrets_file(tmp_path):
     """Streamlit's own secrets loader, in a process with its own working directory."""
-    code = "from annotation.auth import oidc_configured; print(oidc_configured())"
+    code = "from annotation.accounts.auth import oidc_configured; print(oidc_configured())"
     env = dict(os.environ, HOME=str(tmp_path / "home"))
 
     def run() -> str:

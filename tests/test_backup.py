@@ -27,11 +27,12 @@ from test_concurrency import (
     worker_env,
 )
 
-from annotation import auth, workflow
-from annotation.backup import RecoveryError, backup, media_dir, restore
+from annotation.accounts import auth
 from annotation.cli import main
 from annotation.project_files import build_demo_db
 from annotation.store import Store
+from annotation.store.backup import RecoveryError, backup, media_dir, restore
+from annotation.work import workflow
 
 N_WRITERS = 4
 N_BACKUPS = 4

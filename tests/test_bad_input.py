@@ -12,9 +12,9 @@ import pytest
 from bundles import db_checksum, make_image, read_jsonl, write_doc_example, write_jsonl
 from PIL import Image
 
-from annotation.bundle import write_bundle
 from annotation.cli import main
-from annotation.importers import import_path
+from annotation.formats.bundle import write_bundle
+from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
 

@@ -1,5 +1,5 @@
 """Limits of agreement (annotation.stats.bland_altman) and bland_altman.csv
-(annotation.judge_bias): against Bland & Altman's published example, published tolerance
+(annotation.results.judge_bias): against Bland & Altman's published example, published tolerance
 factors, statsmodels' mean_diff_plot, pingouin's plot_blandaltman, statsmodels OLS and a
 seeded simulation of coverage."""
 
@@ -17,16 +17,16 @@ import pytest  # noqa: E402
 import statsmodels.api as sm  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from annotation.judge_bias import (  # noqa: E402
+from annotation.results.judge_bias import (  # noqa: E402
     COLUMNS,
     bland_altman_figure,
     bland_altman_pairs,
     bland_altman_table,
 )
-from annotation.ratings import AVERAGE, ENSEMBLE  # noqa: E402
+from annotation.results.ratings import AVERAGE, ENSEMBLE  # noqa: E402
+from annotation.results.study import StudyData  # noqa: E402
 from annotation.stats.bland_altman import COLUMNS as LOA_COLUMNS  # noqa: E402
 from annotation.stats.bland_altman import limits_of_agreement  # noqa: E402
-from annotation.study import StudyData  # noqa: E402
 
 # Bland & Altman (1986), Lancet 1:307, Table 1: peak expiratory flow rate (l/min) of 17
 # subjects, first reading with the large Wright peak flow meter and with the mini meter.

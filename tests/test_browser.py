@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from annotation import workflow
-from annotation.session import AnnotationSession
 from annotation.store import Store
+from annotation.work import workflow
+from annotation.work.session import AnnotationSession
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -261,7 +261,7 @@ def test_verifier_confirms_agrees_disagrees_and_submits_with_keys(tmp_path):
 def verify_scenario(page: Any, store: Store, port: int) -> None:
     """Blind mode: Enter confirms the reading (the automatic label appears), A agrees on
     the marked type, D disagrees on the next, Enter submits; each step in the database."""
-    from annotation import verification as vf
+    from annotation.work import verification as vf
 
     page.goto(f"http://127.0.0.1:{port}/")
     keyboard_sign_in(page)

@@ -36,8 +36,8 @@ from test_browser import (
     wait_until,
 )
 
-from annotation import auth
-from annotation.importers import import_path
+from annotation.accounts import auth
+from annotation.formats.importers import import_path
 from annotation.store import Store
 
 pytestmark = pytest.mark.browser

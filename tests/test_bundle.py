@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from bundles import db_checksum, read_jsonl
 
-from annotation.bundle import write_bundle
 from annotation.cli import main
-from annotation.importers import import_path
+from annotation.formats.bundle import write_bundle
+from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
 
@@ -262,7 +262,7 @@ def test_a_lone_surrogate_in_the_project_name_is_refused_on_re_import(tmp_path,
 
 
 def test_resolve_inside_refuses_paths_the_file_system_cannot_take(tmp_path):
-    from annotation.images import BadPath, resolve_inside
+    from annotation.formats.images import BadPath, resolve_inside
 
     (tmp_path / "ok.png").write_bytes(b"x")
     assert resolve_inside(tmp_path, "ok.png") == (tmp_path / "ok.png").resolve()
@@ -286,7 +286,7 @@ def test_resolve_inside_refuses_paths_the_file_system_cannot_take(tmp_path):
 @pytest.mark.parametrize("name", ["Visual_Quality", "VQ", "qualité", "ｖｑ", "vq\n", "٣vq"])
 def test_criterion_names_outside_a_z_0_9_are_refused_from_any_importer(tmp_path, name):
     """The reader refuses them in bundle.json, and check_project for every format."""
-    from annotation.importers import import_project
+    from annotation.formats.importers import import_project
     from annotation.records import Criterion, ProjectData
 
     db = tmp_path / "p.db"
@@ -302,8 +302,8 @@ def test_criterion_names_outside_a_z_0_9_are_refused_from_any_importer(tmp_path,
 
 
 def test_unparsed_judgments_with_a_value_are_refused_from_any_importer(tmp_path, example_bundle):
-    from annotation import bundle
-    from annotation.importers import import_project
+    from annotation.formats import bundle
+    from annotation.formats.importers import import_project
     from annotation.records import Judgment
 
     db = tmp_path / "p.db"
@@ -388,7 +388,7 @@ def test_bundle_json_through_a_symlink_out_of_the_bundle_is_refused(tmp_path, ex
 def test_the_reader_itself_refuses_criterion_names_and_unparsed_values(example_bundle):
     """Located at the bundle's own place (criteria[0], the judgment's line) before any
     cross-record check."""
-    from annotation.bundle import read_bundle_dir
+    from annotation.formats.bundle import read_bundle_dir
 
     for name in ("bundle.json", "judgments.jsonl", "annotations.jsonl"):
         path = example_bundle / name

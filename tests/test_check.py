@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from annotation import schema
-from annotation.check import check_project
 from annotation.cli import main
+from annotation.store import schema
+from annotation.store.check import check_project
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_a_truncated_image_is_not_readable(demo_db, tmp_path):
     cannot read it (the check of a file, as check_project runs it on each)."""
     import hashlib
 
-    from annotation.check import _check_image
+    from annotation.store.check import _check_image
 
     source = next(p for p in media_files(demo_db) if p.suffix == ".png")
     cut = tmp_path / "cut.png"

@@ -8,11 +8,11 @@ import pytest
 from fixture_bundles import SHARED
 from gating_reference import gated_answers
 
-from annotation.checklist_agreement import ENSEMBLE, checklist_table
 from annotation.cli import main
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
+from annotation.results.checklist import ENSEMBLE, checklist_table
+from annotation.results.study import load_study
 from annotation.store import Store
-from annotation.study import load_study
 
 TIIF = SHARED / "fixtures" / "tiif-bench"
 
@@ -79,7 +79,7 @@ def test_tiif_judges_per_generator_and_accuracy_against_expected(tmp_path):
 def test_tiif_mcnemar_between_the_two_judges(tmp_path):
     from scipy.stats import binomtest
 
-    from annotation.checklist_agreement import mcnemar_table
+    from annotation.results.checklist import mcnemar_table
 
     with Store.open(tmp_path / "tiif.db") as store:
         import_path(store, TIIF)

@@ -1,7 +1,7 @@
 """Issue #7, part 1: no answer is lost when many annotators write at the same time.
 
 Twenty annotator processes write 200 answers each into one real SQLite file (WAL), through
-the code path of the annotation page (:mod:`annotation.session` calls these same
+the code path of the annotation page (:mod:`annotation.work.session` calls these same
 functions): ``workflow.next_item`` -> ``start_visit`` / ``load_item`` / ``my_answers`` ->
 ``give_answer`` for each question and criterion (one answer corrected, superseding the
 first) -> ``submit``; when nothing is left to annotate, ``previous_item`` (the page's
@@ -85,9 +85,9 @@ def make_bundle(root: Path, n_tasks: int = N_TASKS, generators: tuple[str, ...] 
 
 def make_project(tmp: Path, **bundle_options: Any) -> Path:
     """A project database (WAL) built from :func:`make_bundle`, overlap set to 3."""
-    from annotation import workflow
-    from annotation.importers import import_path
+    from annotation.formats.importers import import_path
     from annotation.store import Store
+    from annotation.work import workflow
 
     db = tmp / "project.db"
     with Store.open(db) as store:
@@ -104,8 +104,8 @@ def annotate_loop(db: Path, annotator: str, n_answers: int, seed: int, out: IO[s
     written to ``out`` as one JSON line, flushed, after ``give_answer`` returned: ``id``,
     the key and value, and ``prev``, the id this process last acknowledged for the same key
     (what the row should supersede). Returns the number of answers written."""
-    from annotation import workflow
     from annotation.store import Store
+    from annotation.work import workflow
 
     rng = random.Random(seed)
     store = Store.open(db)
@@ -295,7 +295,7 @@ def test_twenty_annotators_lose_no_answer(tmp_path: Path) -> None:
     # Twenty processes forked from a fork server that imported judge-audit once: separate
     # interpreters and SQLite connections, without paying twenty interpreter start-ups.
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["annotation.workflow"])
+    ctx.set_forkserver_preload(["annotation.work.workflow"])
     procs = []
     for i in range(N_WORKERS):
         ack_file = tmp_path / f"acks-{i:02d}.jsonl"

@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from conflict_fixture import write_conflict_bundle
 
-from annotation import conflict_results as cr
 from annotation.cli import main
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
+from annotation.results import conflicts as cr
 from annotation.store import Store
-from annotation.verification import submit_task
-from annotation.verify_session import VerifySession
+from annotation.work.verification import submit_task
+from annotation.work.verify_session import VerifySession
 
 
 def _labels(pairs: list[tuple[bool | None, bool | None]], kind: str = "orientation"):
@@ -155,8 +155,8 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     from bundles import ensure_account
     from streamlit.testing.v1 import AppTest
 
-    from annotation.app_state import sign_in
-    from annotation.auth import User
+    from annotation.accounts.auth import User
+    from annotation.ui.app_state import sign_in
 
     db = tmp_path / "p.db"
     with Store.open(db) as store:
@@ -177,7 +177,7 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     at.toggle[0].set_value(False)
     at.button[0].click().run()  # the settings form's Save
     with Store.open(db) as store:
-        from annotation.verification import get_settings
+        from annotation.work.verification import get_settings
 
         assert get_settings(store).blind is False
     refused = AppTest.from_file(page, default_timeout=60)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from annotation.conflicts import (
+from annotation.vif.conflicts import (
     CONFLICT_KEYS,
     Decision,
     layout_conflict,

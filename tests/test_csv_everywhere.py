@@ -22,12 +22,13 @@ from conflict_fixture import write_conflict_bundle
 from test_hostile_input import _formula_cells, write_hostile_bundle
 from tree_fixture import write_tree_bundle
 
-from annotation import auth, workflow
-from annotation import tree_review as tr
+from annotation.accounts import auth
 from annotation.cli import build_parser, main
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
 from annotation.store import Store
-from annotation.verify_session import VerifySession
+from annotation.work import tree_review as tr
+from annotation.work import workflow
+from annotation.work.verify_session import VerifySession
 
 #: CLI commands that write CSV files, and those that write none (checked below).
 WRITES_CSV = {"report", "conflicts", "trees", "history", "tree"}
@@ -142,7 +143,7 @@ def tree_db(tmp_path) -> Path:
     db = tmp_path / "trees.db"
     with Store.open(db) as store:
         import_path(store, root)
-        from annotation.trees import load_tree_item
+        from annotation.trace.trees import load_tree_item
 
         tr.set_settings(store, "@admin", overlap=2)
         for reviewer in ("-rev", "@rev2"):
@@ -221,10 +222,10 @@ def test_commands_without_csv_write_none(hostile_db, tmp_path):
 
 def test_the_page_downloads_use_the_same_writer():
     """Every st.download_button of CSV in the pages is fed by analytics.csv_bytes, which is
-    annotation.csv_safe.csv_text."""
+    annotation.results.export.csv_text."""
     import re
 
-    from annotation.analytics import csv_bytes
+    from annotation.results.analytics import csv_bytes
 
     root = Path(__file__).resolve().parents[1]
     calls = []

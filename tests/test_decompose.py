@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from test_formula import EQ5, EXPRS, TEMPLATES
 
-from annotation.decompose import (
+from annotation.trace.decompose import (
     children,
     decompose,
     node_record,
@@ -17,7 +17,7 @@ from annotation.decompose import (
     steps,
     target_refs,
 )
-from annotation.formula import (
+from annotation.trace.formula import (
     Apply,
     Attribute,
     Compose,

@@ -1,4 +1,4 @@
-"""The synthetic demo bundle (annotation/demo.py) and the VI drawings (annotation/vi_draw.py).
+"""The synthetic demo bundle (annotation/demo.py) and the VI drawings (annotation/vif/draw.py).
 
 The demo must be byte-for-byte reproducible, small, internally consistent, and the
 committed ``data/demo`` folder must equal a fresh build (run ``python scripts/make_demo.py``
@@ -15,8 +15,8 @@ from pathlib import Path, PurePosixPath
 import pytest
 from PIL import Image
 
-from annotation import vi_draw
 from annotation.demo import build_demo_bundle
+from annotation.vif import draw as vi_draw
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "data" / "demo"
@@ -508,14 +508,14 @@ def test_pose_is_deterministic_and_checks_joints() -> None:
 
 
 def _decisions(task: dict) -> dict:
-    from annotation.conflicts import task_conflicts, task_prelabels
+    from annotation.vif.conflicts import task_conflicts, task_prelabels
 
     return task_conflicts(task_prelabels(task), task["meta"])
 
 
 def test_published_conflicts_are_the_rules_on_the_demo_prelabels(data: dict) -> None:
     """meta.conflicts is what the pipeline publishes: the rules on the (VLM) pre-labels."""
-    from annotation.conflicts import CONFLICT_KEYS
+    from annotation.vif.conflicts import CONFLICT_KEYS
 
     for t in data["tasks"]:
         decisions = _decisions(t)
@@ -532,7 +532,7 @@ def test_published_conflicts_are_the_rules_on_the_demo_prelabels(data: dict) -> 
 
 
 def test_prelabels_are_canonical_and_valid(data: dict) -> None:
-    from annotation.validate import prelabel_problems, task_meta_problems
+    from annotation.formats.validate import prelabel_problems, task_meta_problems
 
     labelled = 0
     for t in data["tasks"]:
@@ -590,8 +590,8 @@ def test_light_wind_and_pose_cases(data: dict) -> None:
 def test_the_deliberately_wrong_prelabels_flip_their_labels(data: dict) -> None:
     """With the value the drawn image supports, the rules give the other label: a verifier
     who corrects the pre-label disagrees with the published label."""
-    from annotation.conflicts import CONFLICT_KEYS, task_conflicts, task_prelabels
     from annotation.demo import WRONG_PRELABELS
+    from annotation.vif.conflicts import CONFLICT_KEYS, task_conflicts, task_prelabels
 
     tasks = {t["task_id"]: t for t in data["tasks"]}
     assert 1 <= len(WRONG_PRELABELS) <= 2
@@ -612,8 +612,8 @@ def test_the_deliberately_wrong_prelabels_flip_their_labels(data: dict) -> None:
 
 def test_demo_criteria_are_the_vif_importer_criteria() -> None:
     """The demo writes its own rubrics, but names and labels must be VIF-Bench's (one source
-    of truth: annotation.importers.vif.CRITERIA), so demo and real imports line up."""
+    of truth: annotation.formats.vif.CRITERIA), so demo and real imports line up."""
     from annotation.demo import CRITERIA as DEMO
-    from annotation.importers.vif import CRITERIA as VIF
+    from annotation.formats.vif import CRITERIA as VIF
 
     assert [(c["name"], c["label"]) for c in DEMO] == list(VIF)

@@ -1,5 +1,5 @@
 """The diagnostic tree of the demo project (task demo-10, annotation/demo.py): its nodes are
-what annotation.decompose computes, every generator has a drawn output per node, gpt-5's
+what annotation.trace.decompose computes, every generator has a drawn output per node, gpt-5's
 node answers give the designed automatic localizations, and a demo annotator can review
 every tree on the page to the end."""
 
@@ -16,15 +16,16 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 from test_annotate_page import all_text
 
-from annotation import demo, trees
-from annotation import tree_review as tr
-from annotation.app_state import sign_in
-from annotation.auth import User
+from annotation import demo
+from annotation.accounts.auth import User
 from annotation.cli import main
-from annotation.decompose import decompose, node_record, retained_questions
 from annotation.project_files import DEMO_BUNDLE
 from annotation.store import Store
-from annotation.widget_keys import widget_key
+from annotation.trace import trees
+from annotation.trace.decompose import decompose, node_record, retained_questions
+from annotation.ui.app_state import sign_in
+from annotation.ui.widget_keys import widget_key
+from annotation.work import tree_review as tr
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "trees.py")
 TASK = "demo-10"
@@ -223,8 +224,8 @@ def test_demo_project_has_the_tree_units_and_the_designed_localization(demo_db):
 
 
 def test_node_outputs_stay_out_of_annotation_and_statistics(demo_db):
-    from annotation import workflow
-    from annotation.study import load_study
+    from annotation.results.study import load_study
+    from annotation.work import workflow
 
     with Store.open(demo_db) as store:
         nodes = trees.node_output_ids(store)

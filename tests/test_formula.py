@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from annotation.formula import (
+from annotation.trace.formula import (
     Apply,
     Attribute,
     Compose,

@@ -17,8 +17,9 @@ with a problem at the mutated place (file, line, field) and leave both databases
 as they were (``tests/bundles.py`` ``db_checksum``). Hypothesis runs ``EXAMPLES`` (1000)
 examples with a fixed seed (``derandomize=True``); the counts are checked at the end.
 
-Defects this fuzzing found in the reader (annotation/bundle.py, annotation/validate.py,
-annotation/images.py) keep a minimal reproducer at the end of the file; all of them are
+Defects this fuzzing found in the reader (annotation/formats/bundle.py,
+annotation/formats/validate.py, annotation/formats/images.py) keep a minimal reproducer at the end
+of the file; all of them are
 fixed, so the reproducers are plain regression tests and ``KNOWN`` is empty. A defect found
 later gets a reproducer marked ``xfail(strict=True)`` and a ``KNOWN`` entry: the fuzz then
 tolerates exactly that failure mode for exactly the mutations tagged with it (still checking
@@ -45,7 +46,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
 

@@ -1,5 +1,5 @@
 """Issue #7, part 3: the audit trail. Every answer (also the superseded ones), flag,
-submission, role change, setting change and import is in :func:`annotation.history.history`
+submission, role change, setting change and import is in :func:`annotation.store.history.history`
 with who and when, and its filters keep exactly the events of one annotator or item."""
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 from test_concurrency import make_bundle
 
-from annotation import auth, workflow
+from annotation.accounts import auth
 from annotation.cli import main
-from annotation.history import COLUMNS, history
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
 from annotation.store import Store, process_user
+from annotation.store.history import COLUMNS, history
+from annotation.work import workflow
 
 IMPORTED = [  # answers made elsewhere: ann3 changed its mind on t0.q0
     {"annotator": "ann3", "output_id": "t0/g1", "question_id": "t0.q0", "answer": "yes",
@@ -177,11 +178,11 @@ def test_history_includes_verification_and_tree_reviews(tmp_path):
     from conflict_fixture import write_conflict_bundle
     from tree_fixture import write_tree_bundle
 
-    from annotation import tree_review
-    from annotation import verification as vf
-    from annotation.history import history
-    from annotation.importers import import_path
+    from annotation.formats.importers import import_path
     from annotation.store import Store
+    from annotation.store.history import history
+    from annotation.work import tree_review
+    from annotation.work import verification as vf
 
     with Store.open(tmp_path / "h.db") as store:
         import_path(store, write_conflict_bundle(tmp_path / "c"))

@@ -9,7 +9,7 @@ rendered element (protobuf) is searched for those payloads *unescaped*. Plain-te
 show text as text, so the payload may appear there as typed; every markdown-capable field
 (markdown, captions, titles, widget labels, image captions, help) must carry it escaped.
 Guidelines and rubrics are markdown by the bundle format: there bold stays bold, but HTML,
-links, LaTeX and directives are escaped as well (``annotation.widgets.safe_markdown``).
+links, LaTeX and directives are escaped as well (``annotation.ui.widgets.safe_markdown``).
 """
 
 from __future__ import annotations
@@ -33,15 +33,15 @@ from conflict_fixture import write_conflict_bundle
 from google.protobuf.message import Message
 from streamlit.testing.v1 import AppTest
 
-from annotation import workflow
-from annotation.app_state import sign_in
-from annotation.auth import User
+from annotation.accounts.auth import User
 from annotation.cli import main
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
-from annotation.verify_session import VerifySession
-from annotation.widget_keys import widget_key
+from annotation.ui.app_state import sign_in
+from annotation.ui.widget_keys import widget_key
+from annotation.work import workflow
+from annotation.work.verify_session import VerifySession
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -199,7 +199,7 @@ def shown_fields(at: AppTest) -> set[str]:
 
 def test_the_sweep_sees_an_unescaped_payload():
     """The checker itself: raw markup in a caption is a leak, the same text escaped is not."""
-    from annotation.widgets import inert, safe_markdown
+    from annotation.ui.widgets import inert, safe_markdown
 
     def page(text: str) -> AppTest:
         script = ("import streamlit as st\n"
@@ -267,7 +267,7 @@ def test_analytics_drilldown_renders_hostile_text_inert(hostile_db):
     assert markup_leaks(at) == []
     assert {"INSTR", "IMGLABEL", "=RAW"} <= shown_fields(at)
     assert JUDGE_RAW in [c.value for c in at.code]  # the judge's text, verbatim, as code
-    from annotation import analytics
+    from annotation.results import analytics
 
     at.selectbox(key="an_dd_target").set_value(analytics.CHECKLIST).run()
     assert not at.exception
@@ -423,7 +423,7 @@ def test_report_csvs_neutralize_formulas_and_keep_numbers(tmp_path):
         page = (out / "report.html").read_text(encoding="utf-8")
         assert "<script>alert(1)" not in page and "<img src=x" not in page
         assert "&lt;script&gt;alert(1)" in page  # the hostile operator is there, escaped
-    from annotation.report import TABLES
+    from annotation.results.report import TABLES
 
     assert len(written) == 3 * len(TABLES)
     cells = "\n".join(p.read_text(encoding="utf-8") for p in written)
@@ -476,7 +476,7 @@ def test_conflict_csvs_neutralize_formulas(tmp_path):
 
 
 def test_neutralize_table_covers_column_names():
-    from annotation.report import neutralize_table
+    from annotation.results.report import neutralize_table
 
     table = pd.DataFrame({"=cmd()": ["@x", "ok"], "n": [-0.5, 2.0]})
     safe = neutralize_table(table)
@@ -487,7 +487,7 @@ def test_neutralize_table_covers_column_names():
 
 
 def test_analytics_csv_downloads_neutralize_column_names():
-    from annotation.analytics import csv_bytes
+    from annotation.results.analytics import csv_bytes
 
     header = csv_bytes(pd.DataFrame({"judge": ["yes"], "=cmd()": ["no"]})).decode()
     assert "'=cmd()" in header.splitlines()[0]

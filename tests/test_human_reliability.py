@@ -8,10 +8,10 @@ import pytest
 from fixture_bundles import TIFA, write_tifa_bundle
 
 from annotation.cli import main
-from annotation.human_reliability import CHECKLIST, reliability_table
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
+from annotation.results.reliability import CHECKLIST, reliability_table
+from annotation.results.study import load_study
 from annotation.store import Store
-from annotation.study import load_study
 
 
 @pytest.mark.skipif(not TIFA.exists(), reason="../shared/fixtures/tifa is not at hand")

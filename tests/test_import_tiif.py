@@ -1,4 +1,4 @@
-"""Tests of the TIIF-Bench importer (:mod:`annotation.importers.tiif`).
+"""Tests of the TIIF-Bench importer (:mod:`annotation.formats.tiif`).
 
 Two kinds of tests:
 
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from annotation.importers import tiif
+from annotation.formats import tiif
 from annotation.records import ImportRefused, ProjectData
 
 SHARED = Path(
@@ -548,9 +548,9 @@ def _independent_agreement() -> tuple[float, int]:
 def test_end_to_end_store_and_judge_agreement(tmp_path: Path, results: list[tuple]) -> None:
     """Import into SQLite; judge agreement from the DB equals the one from the JSON."""
     store_mod = pytest.importorskip("annotation.store")
-    importers = pytest.importorskip("annotation.importers")
+    importers = pytest.importorskip("annotation.formats.importers")
     if not hasattr(importers, "import_path"):
-        pytest.skip("annotation.importers.import_path not available yet")
+        pytest.skip("annotation.formats.importers.import_path not available yet")
 
     store = store_mod.Store.open(tmp_path / "tiif.sqlite")
     try:

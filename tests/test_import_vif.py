@@ -1,4 +1,4 @@
-"""Tests of the VIF-Bench importer (annotation/importers/vif.py) on a written release."""
+"""Tests of the VIF-Bench importer (annotation/formats/vif.py) on a written release."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from vif_fixture import T1, T2, T3, make_vif_release
 
-from annotation import importers
-from annotation.importers import vif
+from annotation.formats import importers, vif
 from annotation.records import ImportRefused, ProjectData
 from annotation.store import Store
 
@@ -725,7 +724,7 @@ def test_orientation_shapes_are_mapped() -> None:
 
 
 def test_mapped_meta_feeds_the_conflict_rules(new_release: tuple[Path, dict[str, Any]]) -> None:
-    from annotation.conflicts import CONFLICT_KEYS, task_conflicts, task_prelabels
+    from annotation.vif.conflicts import CONFLICT_KEYS, task_conflicts, task_prelabels
 
     root, _ = new_release
     data = vif.read(root)
@@ -771,7 +770,7 @@ def test_unrecognizable_task_json_is_kept_and_warned(
         assert any(w.startswith(start) for w in texts), (start, texts)
     assert len(data.warnings) == expected["warnings"] + 3
     # it imports, and its export imports again
-    from annotation.bundle import write_bundle
+    from annotation.formats.bundle import write_bundle
 
     with Store.open(tmp_path / "a.db") as a, Store.open(tmp_path / "b.db") as b:
         importers.import_path(a, root)

@@ -25,10 +25,11 @@ from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
 from test_hostile_input import rendered_strings
 
-from annotation import incidents, workflow
-from annotation.app_state import sign_in
-from annotation.auth import User
+from annotation.accounts.auth import User
 from annotation.cli import MAX_UPLOAD_MB, main
+from annotation.ui import incidents
+from annotation.ui.app_state import sign_in
+from annotation.work import workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_PATH = "/srv/secret-server-folder/study_media/ab/abcdef.png"
@@ -89,7 +90,7 @@ def test_an_error_on_the_page_shows_an_incident_id_and_logs_the_traceback(demo_d
 def test_an_error_in_the_answer_panel_keeps_the_rest_of_the_page(demo_db, monkeypatch,
                                                                 caplog):
     caplog.set_level(logging.INFO, logger="judge_audit.incidents")
-    from annotation.session import AnnotationSession
+    from annotation.work.session import AnnotationSession
 
     monkeypatch.setattr(AnnotationSession, "complete", raise_with_path)  # the panel's only
     at = app_as_annotator().run()
@@ -109,7 +110,7 @@ def test_stop_and_rerun_pass_through_the_guard():
     def script() -> None:
         import streamlit as st
 
-        from annotation.incidents import run_guarded
+        from annotation.ui.incidents import run_guarded
 
         def body() -> None:
             runs = st.session_state.setdefault("runs", 0)
@@ -133,7 +134,7 @@ def test_on_script_error_shows_the_message_and_suppresses_streamlits(caplog):
     caplog.set_level(logging.INFO, logger="judge_audit.incidents")
 
     def script() -> None:
-        from annotation.incidents import on_script_error
+        from annotation.ui.incidents import on_script_error
 
         try:
             raise PermissionError(13, "Permission denied", "/srv/x/y.db")
@@ -208,7 +209,7 @@ def test_the_launcher_is_an_asgi_app_streamlit_run_finds():
 def test_the_script_path_is_replaced_in_new_session_messages():
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    from annotation.served import SHOWN_SCRIPT_PATH, scrub_forward_msg
+    from annotation.ui.served import SHOWN_SCRIPT_PATH, scrub_forward_msg
 
     msg = ForwardMsg()
     msg.new_session.main_script_path = str(ROOT / "app.py")
@@ -228,7 +229,7 @@ def test_the_script_path_is_replaced_in_new_session_messages():
 def test_developer_requests_are_dropped():
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
-    from annotation.served import dropped_back_msg
+    from annotation.ui.served import dropped_back_msg
 
     for kind in ("load_git_info", "clear_cache"):
         msg = BackMsg()

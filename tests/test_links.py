@@ -1,6 +1,6 @@
 """Issue #12, item 4: text from the data is shown as text, never as a link or markup.
 
-* :func:`annotation.widgets.inert` and :func:`~annotation.widgets.safe_markdown` break
+* :func:`annotation.ui.widgets.inert` and :func:`~annotation.ui.widgets.safe_markdown` break
   what Streamlit's markdown autolinks (``https://``, ``http://`` in any case, ``www.``,
   ``name@host.tld``) with an invisible word joiner: the text reads the same. That no
   ``<a>`` is made in a real browser is checked on the served app in
@@ -23,9 +23,9 @@ from bundles import read_jsonl, write_jsonl
 from test_hostile_input import write_hostile_bundle
 
 from annotation.cli import main
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
 from annotation.store import Store
-from annotation.widgets import WORD_JOINER, inert, safe_markdown
+from annotation.ui.widgets import WORD_JOINER, inert, safe_markdown
 
 URLS = ["https://evil.example/x", "HTTP://Evil.Example/y", "www.evil.example",
         "bad@evil.example", "see https://www.evil.example/z."]

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from test_formula import EQ5
 
-from annotation.decompose import decompose, retained_questions
-from annotation.localize import (
+from annotation.trace.decompose import decompose, retained_questions
+from annotation.trace.localize import (
     CATEGORIES,
     GLOBAL_REFERENCE,
     JOINT_COMPOSITION,

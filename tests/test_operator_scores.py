@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from annotation.cli import main
-from annotation.operator_scores import ALL, operator_scores, operators_table, passes
+from annotation.results.operators import ALL, operator_scores, operators_table, passes
+from annotation.results.study import load_study
 from annotation.store import Store
-from annotation.study import load_study
 
 QUESTIONS = pd.DataFrame([
     # instance f/f1: two questions; q2 depends on q1
@@ -64,7 +64,7 @@ def test_vectorized_passes_equal_the_page_rule_on_random_answers():
     question that is not applicable fails whatever its own answer (DSG)."""
     import random
 
-    from annotation.checklist import QuestionView, applicable
+    from annotation.work.checklist import QuestionView, applicable
 
     rng = random.Random(4)
     qs = pd.DataFrame([

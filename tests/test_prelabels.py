@@ -18,13 +18,13 @@ import pytest
 from bundles import DOC, db_checksum, make_image, read_jsonl, write_doc_example, write_jsonl
 from PIL import Image
 
-from annotation import vi_draw
-from annotation.bundle import rendered_path, write_bundle
-from annotation.conflicts import task_conflicts
-from annotation.importers import import_path
+from annotation.formats.bundle import rendered_path, write_bundle
+from annotation.formats.importers import import_path
+from annotation.formats.validate import prelabel_problems, task_meta_problems
 from annotation.records import ImportRefused
 from annotation.store import Store
-from annotation.validate import prelabel_problems, task_meta_problems
+from annotation.vif import draw as vi_draw
+from annotation.vif.conflicts import task_conflicts
 
 CYAN = (0, 0xE5, 0xFF)
 YELLOW = (0xFF, 0xD4, 0x00)

@@ -30,11 +30,11 @@ from bundles import ensure_account, read_jsonl, write_doc_example, write_jsonl
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 
-from annotation.app_state import sign_in
-from annotation.auth import User
-from annotation.importers import import_path
+from annotation.accounts.auth import User
+from annotation.formats.importers import import_path
 from annotation.records import Annotation, ImportRefused
 from annotation.store import Store
+from annotation.ui.app_state import sign_in
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -321,12 +321,12 @@ def test_an_uploaded_zip_opens_no_project_file(project: Project, monkeypatch, tm
 
 
 def test_a_served_project_refuses_every_ordinary_open_of_its_database(project: Project):
-    """Layer 3: once the app guards its store (annotation.guard.protect, called by
+    """Layer 3: once the app guards its store (annotation.store.guard.protect, called by
     app_state.open_store), no code of the process can open the database, -wal or -shm with
     an ordinary read: sniffing, hashing, decoding, copying all fail before the open; the
     locks stay, and a CLI command afterwards removes nothing."""
-    from annotation import guard
-    from annotation.images import sha256_file
+    from annotation.formats.images import sha256_file
+    from annotation.store import guard
 
     guard.protect(project.store)
     project.answer()

@@ -9,10 +9,10 @@ from fixture_bundles import TIFA, TIFA_METRICS, write_tifa_bundle
 from scipy import stats
 
 from annotation.cli import main
-from annotation.importers import import_path
-from annotation.ratings import ENSEMBLE, HUMAN_LOO, ratings_table
+from annotation.formats.importers import import_path
+from annotation.results.ratings import ENSEMBLE, HUMAN_LOO, ratings_table
+from annotation.results.study import load_study
 from annotation.store import Store
-from annotation.study import load_study
 
 # TIFA v1.0, PUBLISHED.md: published "rho" (= Pearson) and Kendall tau-b per metric
 TIFA_PUBLISHED = {
@@ -89,7 +89,7 @@ def test_rows_against_scipy_and_the_like_for_like_baseline(tmp_path):
 
 
 def test_pairwise_and_pooled_rows_by_hand(tmp_path):
-    from annotation.ratings import HUMAN_PAIRWISE, POOLED
+    from annotation.results.ratings import HUMAN_PAIRWISE, POOLED
 
     db = tmp_path / "demo.db"
     assert main(["demo", "--db", str(db), "--quiet"]) == 0

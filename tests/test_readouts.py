@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from annotation.readouts import (
+from annotation.vif.readouts import (
     arrow_dense,
     arrow_medium,
     arrow_sparse,

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotation import human_reliability
-from annotation.human_reliability import CHECKLIST, reliability_table
+from annotation.results import reliability as human_reliability
+from annotation.results.reliability import CHECKLIST, reliability_table
+from annotation.results.study import StudyData
 from annotation.stats.reliability import alpha_table
-from annotation.study import StudyData
 
 
 def _empty(*columns: str) -> pd.DataFrame:

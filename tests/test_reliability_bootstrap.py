@@ -16,7 +16,7 @@ import pytest
 from expanded import tails
 from test_reliability_ac1 import make_study
 
-from annotation.human_reliability import CHECKLIST, reliability_table
+from annotation.results.reliability import CHECKLIST, reliability_table
 from annotation.stats.reliability import alpha_bootstrap, alpha_table
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from test_reliability_ac1 import criterion, long_scores, make_study
 
-from annotation.human_reliability import CHECKLIST, COLUMNS, reliability_table
+from annotation.results.reliability import CHECKLIST, COLUMNS, reliability_table
 from annotation.stats import reliability as rel
 from annotation.stats.reliability import alpha_table, icc
 

@@ -19,7 +19,7 @@ import pytest
 from expanded import tails
 from test_reliability_ac1 import criterion, long_scores, make_study
 
-from annotation.human_reliability import reliability_table
+from annotation.results.reliability import reliability_table
 from annotation.stats import reliability as rel
 from annotation.stats.reliability import alpha_table, icc
 

@@ -1,4 +1,4 @@
-"""Thumbnails, VI overlays and side-by-side images (annotation.render), on real files."""
+"""Thumbnails, VI overlays and side-by-side images (annotation.ui.render), on real files."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import pytest
 from bundles import write_doc_example
 from PIL import Image, ImageDraw
 
-from annotation import render
-from annotation.importers import import_path
-from annotation.render import Arrow, Box
+from annotation.formats.importers import import_path
 from annotation.store import Store
-from annotation.vi_draw import ARROW_COLORS, subject_color
+from annotation.ui import render
+from annotation.ui.render import Arrow, Box
+from annotation.vif.draw import ARROW_COLORS, subject_color
 
 
 def _rgb(color: str) -> tuple[int, int, int]:

@@ -94,9 +94,9 @@ def test_tifa_published_values_through_the_command(tmp_path):
 def test_pair_checklist_pass_rate_with_a_rating(tmp_path):
     from scipy import stats
 
-    from annotation.operator_scores import passes
+    from annotation.results.operators import passes
+    from annotation.results.study import load_study
     from annotation.store import Store
-    from annotation.study import load_study
 
     db = tmp_path / "demo.db"
     assert main(["demo", "--db", str(db), "--quiet"]) == 0

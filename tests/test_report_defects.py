@@ -25,11 +25,11 @@ from study_frames import (
     rating_study,
 )
 
-from annotation.checklist_agreement import checklist_table, mcnemar_table
-from annotation.operator_scores import operators_table
-from annotation.ratings import HUMAN_LOO, HUMAN_PAIRWISE, ratings_table
-from annotation.report import ReportOptions, build_report
-from annotation.study import StudyData
+from annotation.results.checklist import checklist_table, mcnemar_table
+from annotation.results.operators import operators_table
+from annotation.results.ratings import HUMAN_LOO, HUMAN_PAIRWISE, ratings_table
+from annotation.results.report import ReportOptions, build_report
+from annotation.results.study import StudyData
 
 
 def _loo_pairs(humans: pd.DataFrame) -> pd.DataFrame:
@@ -277,7 +277,7 @@ def test_gating_applies_to_judges_and_retires_stale_child_answers():
     assert ops.loc[("judge", "all"), "mae"] == 0.0
     # the --pair pass rate and the alt-test read the same decisions: the judge passes
     # nothing (both questions failed), whatever it said on q1
-    from annotation.decisions import judge_decisions
+    from annotation.results.decisions import judge_decisions
 
     assert judge_decisions(study).passed.sum() == 0
 
@@ -342,7 +342,7 @@ def test_infinite_scores_are_refused_at_import(tmp_path, value):
 
     from bundles import write_doc_example
 
-    from annotation.importers import import_path
+    from annotation.formats.importers import import_path
     from annotation.records import ImportRefused
     from annotation.store import Store
 
@@ -367,7 +367,7 @@ def test_infinite_scores_are_refused_at_import(tmp_path, value):
 def test_ensemble_leaves_out_judges_on_their_own_scale():
     """The ensemble averages only the VLM judges on the humans' scale: a judge scoring 0-1
     would drag the mean of 1-10 scores."""
-    from annotation.ratings import ensemble_scores
+    from annotation.results.ratings import ensemble_scores
 
     study = rating_study(np.random.default_rng(10), n_outputs=20,
                          judges={"a": 1.0, "b": 1.0, "unit": 1.0})

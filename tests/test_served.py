@@ -54,7 +54,7 @@ _MARKER = Path(os.environ["JA_TEST_MARKERS"])
 
 
 def _patch():
-    from annotation import workflow
+    from annotation.work import workflow
 
     progress, answer = workflow.overall_progress, workflow.give_answer
 

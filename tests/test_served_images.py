@@ -36,13 +36,14 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 from tree_fixture import write_tree_bundle
 
-from annotation import render, workflow
-from annotation.app_state import sign_in
-from annotation.auth import User
-from annotation.importers import import_path
+from annotation.accounts.auth import User
+from annotation.formats.importers import import_path
 from annotation.project_files import build_demo_db
 from annotation.store import Store
-from annotation.widget_keys import widget_key
+from annotation.ui import render
+from annotation.ui.app_state import sign_in
+from annotation.ui.widget_keys import widget_key
+from annotation.work import workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "pages"
@@ -258,7 +259,7 @@ def test_the_tree_page_sends_pixels_only_also_in_its_box_select_chart(tmp_path, 
 
 
 def test_no_page_puts_an_image_on_screen_by_another_way():
-    """Every page shows images through annotation.widgets.show_image (or, for pixels in a
+    """Every page shows images through annotation.ui.widgets.show_image (or, for pixels in a
     chart, render.browser_image): no st.image, no thumbnail paths, no media paths."""
     offenders = []
     for page in sorted(PAGES.glob("*.py")) + [ROOT / "app.py"]:
@@ -338,7 +339,7 @@ def assert_answerable_and_flaggable(at: AppTest, db: Path) -> None:
 
 def test_a_moved_media_folder_shows_placeholders_and_the_item_works(demo_db, media, caplog):
     shutil.move(demo_db.with_name("demo_media"), demo_db.with_name("moved_media"))
-    with caplog.at_level(logging.WARNING, logger="annotation.render"):
+    with caplog.at_level(logging.WARNING, logger="annotation.ui.render"):
         at = open_first_item(demo_db)
     images = shown_images(at, media)
     assert images and all(d in placeholders() for d in images)

@@ -30,14 +30,15 @@ from streamlit.testing.v1 import AppTest
 from test_access_control import answer_everything, write_secret_bundle
 from tree_fixture import write_tree_bundle
 
-from annotation import auth, routing, workflow
-from annotation import tree_review as tr
-from annotation import verification as vf
-from annotation.app_state import sign_in
-from annotation.auth import User
-from annotation.importers import import_path
-from annotation.session import AnnotationSession
+from annotation.accounts import auth
+from annotation.accounts.auth import User
+from annotation.formats.importers import import_path
 from annotation.store import Store
+from annotation.ui.app_state import sign_in
+from annotation.work import routing, workflow
+from annotation.work import tree_review as tr
+from annotation.work import verification as vf
+from annotation.work.session import AnnotationSession
 
 ROOT = Path(__file__).resolve().parents[1]
 PW = "tulip orbit cactus ninety"
@@ -131,7 +132,7 @@ def change_account(db: Path, at: AppTest, name: str, change: str) -> None:
 def assert_signed_out(at: AppTest) -> None:
     """The page shows the signed-out state: why, and the sign-in request; nothing else."""
     assert not at.exception
-    from annotation.sessions import MESSAGES
+    from annotation.accounts.sessions import MESSAGES
 
     assert [e.value for e in at.error] == ["Please sign in."]
     reasons = [w.value for w in at.warning]
@@ -267,7 +268,7 @@ def test_an_admin_demoted_mid_session_cannot_save_the_settings(project):
 # ------------------------------------------------------------------ A: the library
 def start_session(store: Store, name: str) -> str:
     """A session token for ``name`` (its current role), the way the test seam makes one."""
-    from annotation import sessions
+    from annotation.accounts import sessions
 
     role = auth.get_user(store, name).role
     with store.transaction(public=True) as conn:
@@ -277,8 +278,8 @@ def start_session(store: Store, name: str) -> str:
 @pytest.mark.parametrize("why", ["revoked", "expired", "too_old", "disabled", "demoted",
                                  "unknown", "none"])
 def test_a_write_of_a_dead_session_is_refused_inside_the_transaction(project, why):
-    from annotation import sessions
-    from annotation.sessions import SignedOut
+    from annotation.accounts import sessions
+    from annotation.accounts.sessions import SignedOut
     from annotation.store import SessionGuard
 
     refusals: list[SignedOut] = []
@@ -330,8 +331,8 @@ def test_a_write_of_a_dead_session_is_refused_inside_the_transaction(project, wh
 
 
 def test_disable_and_role_changes_revoke_every_session_at_once(project):
-    from annotation import sessions
-    from annotation.sessions import SignedOut
+    from annotation.accounts import sessions
+    from annotation.accounts.sessions import SignedOut
 
     with Store.open(project) as store:
         tokens = [start_session(store, "ann-a") for _ in range(2)] + [
@@ -351,7 +352,7 @@ def test_disable_and_role_changes_revoke_every_session_at_once(project):
 
 
 def test_a_live_session_writes_only_under_its_own_name_and_role(project):
-    from annotation.sessions import SignedOut
+    from annotation.accounts.sessions import SignedOut
     from annotation.store import SessionGuard
 
     with Store.open(project) as store:
@@ -373,7 +374,7 @@ def test_a_live_session_writes_only_under_its_own_name_and_role(project):
 
 
 def test_tokens_are_random_256_bit_and_stored_only_as_hashes(project):
-    from annotation import sessions
+    from annotation.accounts import sessions
 
     with Store.open(project) as store:
         tokens = {start_session(store, "ann-a") for _ in range(20)}
@@ -385,8 +386,8 @@ def test_tokens_are_random_256_bit_and_stored_only_as_hashes(project):
 
 
 def test_a_handoff_code_works_once_and_briefly(project):
-    from annotation import sessions
-    from annotation.sessions import SignedOut
+    from annotation.accounts import sessions
+    from annotation.accounts.sessions import SignedOut
 
     with Store.open(project) as store:
         with store.transaction(public=True) as conn:
@@ -582,7 +583,7 @@ def test_verification_and_trees_refuse_a_stale_tab_too(verify_db, tmp_path):
 
 
 def vf_session(store: Store, name: str):
-    from annotation.verify_session import VerifySession
+    from annotation.work.verify_session import VerifySession
 
     return VerifySession(store, name, {})
 
@@ -590,7 +591,8 @@ def vf_session(store: Store, name: str):
 def test_a_version_4_project_migrates_to_the_sessions_table(tmp_path, monkeypatch):
     """Migration 5 (issue #12) only adds ``sessions``: a v4 file keeps its accounts and
     answers, and its accounts can sign in right after."""
-    from annotation import schema, sessions
+    from annotation.accounts import sessions
+    from annotation.store import schema
 
     db = tmp_path / "v4.db"
     monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:4])

@@ -33,8 +33,8 @@ from test_browser import (
     wait_until,
 )
 
-from annotation import workflow
 from annotation.store import Store
+from annotation.work import workflow
 
 pytestmark = pytest.mark.browser
 
@@ -214,7 +214,7 @@ def post(port: int, path: str, body: bytes, headers: dict[str, str]) -> tuple[in
 
 
 def check_cookie_route(store: Store, port: int) -> None:
-    from annotation import sessions
+    from annotation.accounts import sessions
 
     def new_code() -> str:
         with store.transaction(public=True) as conn:

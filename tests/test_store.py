@@ -6,9 +6,8 @@ import sqlite3
 
 import pytest
 
-from annotation import schema
 from annotation.records import Annotation
-from annotation.store import SchemaTooNew, Store
+from annotation.store import SchemaTooNew, Store, schema
 
 
 def test_migrates_an_empty_file_to_the_current_schema(tmp_path):
@@ -56,7 +55,7 @@ def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch):
 
 
 def test_annotations_are_append_only(store, example_bundle):
-    from annotation.importers import import_path
+    from annotation.formats.importers import import_path
 
     import_path(store, example_bundle)
     first = store.record_annotation(
@@ -80,7 +79,7 @@ def test_annotations_are_append_only(store, example_bundle):
 
 def test_a_superseded_answer_cannot_be_superseded_twice(store, example_bundle):
     """Two writers that both saw the same current answer cannot fork the history."""
-    from annotation.importers import import_path
+    from annotation.formats.importers import import_path
 
     import_path(store, example_bundle)
     first = store.record_annotation(
@@ -94,7 +93,7 @@ def test_a_superseded_answer_cannot_be_superseded_twice(store, example_bundle):
 
 def test_a_version_1_project_migrates_with_its_data(tmp_path, example_bundle, monkeypatch):
     """Databases in the field were built by older versions: v1 -> current keeps every row."""
-    from annotation.importers import import_path
+    from annotation.formats.importers import import_path
 
     path = tmp_path / "v1.db"
     # today's write path also fills v2 tables for imported answers; a v1 file had none

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from annotation.cli import main
 from annotation.records import Annotation
+from annotation.results.study import load_study
 from annotation.store import Store
-from annotation.study import load_study
-from annotation.trees import node_output_ids
+from annotation.trace.trees import node_output_ids
 
 
 def test_load_study_on_the_demo(tmp_path):

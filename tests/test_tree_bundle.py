@@ -21,10 +21,10 @@ import pytest
 from bundles import DOC, db_checksum, make_image, read_jsonl, write_doc_example, write_jsonl
 from tree_fixture import FORMULA, write_tree_bundle
 
-from annotation import trees
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
+from annotation.trace import trees
 
 TSK, OUT = "tasks.jsonl", "outputs.jsonl"
 #: outputs.jsonl of the fixture: line -> node (line 1 is the root output, 6 the plain task's)

@@ -15,11 +15,11 @@ import pytest
 from scipy import stats
 from tree_fixture import write_tree_bundle
 
-from annotation import tree_results as res
-from annotation import tree_review as tr
 from annotation.cli import main
-from annotation.importers import import_path
+from annotation.formats.importers import import_path
+from annotation.results import trees as res
 from annotation.store import Store
+from annotation.work import tree_review as tr
 
 P, NAF = tr.PERSISTENT, tr.NOT_A_FAILURE
 GR, JC, RA = "Global Reference", "Joint Composition", "Relation / Attribute"
@@ -242,7 +242,7 @@ def _review_fixture(store: Store) -> None:
 
 @pytest.mark.parametrize("explicit_nodes", [False, True], ids=["computed", "explicit"])
 def test_bulk_localization_equals_annotation_trees_per_unit(tmp_path, explicit_nodes):
-    from annotation import trees
+    from annotation.trace import trees
 
     with Store.open(_project(tmp_path, explicit_nodes)) as store:
         bulk, problems = res.load_automatic(store, "gpt-5")
@@ -367,8 +367,8 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     from bundles import ensure_account
     from streamlit.testing.v1 import AppTest
 
-    from annotation.app_state import sign_in
-    from annotation.auth import User
+    from annotation.accounts.auth import User
+    from annotation.ui.app_state import sign_in
 
     db = _project(tmp_path)
     with Store.open(db) as store:

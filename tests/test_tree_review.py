@@ -13,12 +13,12 @@ from streamlit.testing.v1 import AppTest
 from test_annotate_page import all_text
 from tree_fixture import EXPECTED, write_tree_bundle
 
-from annotation import tree_review as tr
-from annotation import trees
-from annotation.app_state import sign_in
-from annotation.auth import User
-from annotation.importers import import_path
+from annotation.accounts.auth import User
+from annotation.formats.importers import import_path
 from annotation.store import Store
+from annotation.trace import trees
+from annotation.ui.app_state import sign_in
+from annotation.work import tree_review as tr
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "trees.py")
 
@@ -177,8 +177,8 @@ def test_page_hides_the_automatic_localization_until_answered(tdb):
 
 
 def test_node_outputs_are_not_annotation_items_nor_study_items(tdb):
-    from annotation import workflow
-    from annotation.study import load_study
+    from annotation.results.study import load_study
+    from annotation.work import workflow
 
     with Store.open(tdb) as store:
         offered = set(workflow.annotatable_outputs(store).output_id)

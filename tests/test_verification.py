@@ -13,13 +13,13 @@ from conflict_fixture import write_conflict_bundle
 from streamlit.testing.v1 import AppTest
 from test_annotate_page import all_text
 
-from annotation import verification as vf
-from annotation.app_state import sign_in
-from annotation.auth import User
-from annotation.importers import import_path
+from annotation.accounts.auth import User
+from annotation.formats.importers import import_path
 from annotation.store import Store
-from annotation.verify_session import VerifySession
-from annotation.widget_keys import widget_key
+from annotation.ui.app_state import sign_in
+from annotation.ui.widget_keys import widget_key
+from annotation.work import verification as vf
+from annotation.work.verify_session import VerifySession
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "conflicts.py")
 

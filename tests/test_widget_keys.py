@@ -21,10 +21,10 @@ from exposure import leaks, secrets_of
 from streamlit.testing.v1 import AppTest
 from test_hostile_input import rendered_strings
 
-from annotation.app_state import sign_in
-from annotation.auth import User
+from annotation.accounts.auth import User
 from annotation.cli import main
-from annotation.widget_keys import SECRET_STATE_KEY, opaque, widget_key
+from annotation.ui.app_state import sign_in
+from annotation.ui.widget_keys import SECRET_STATE_KEY, opaque, widget_key
 
 ROOT = Path(__file__).resolve().parents[1]
 

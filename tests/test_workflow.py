@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from annotation import checklist, workflow
-from annotation.checklist import QuestionView
 from annotation.cli import main
-from annotation.session import AnnotationSession
 from annotation.store import Store
+from annotation.work import checklist, workflow
+from annotation.work.checklist import QuestionView
+from annotation.work.session import AnnotationSession
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -27,7 +27,7 @@ def demo(tmp_path) -> Store:
 @pytest.fixture
 def fresh(tmp_path) -> Store:
     """The demo project without its imported human answers: every output is open."""
-    from annotation.importers import import_project, load
+    from annotation.formats.importers import import_project, load
     from annotation.project_files import DEMO_BUNDLE
 
     store = Store.open(tmp_path / "fresh.db")

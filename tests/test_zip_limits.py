@@ -30,12 +30,12 @@ from bundles import db_checksum, ensure_account, write_doc_example
 from streamlit.testing.v1 import AppTest
 from zips import RawMember, bundle_members, deflated, write_raw_zip, zeros
 
-from annotation import bundle
-from annotation.app_state import sign_in
-from annotation.auth import User
-from annotation.importers import import_path
+from annotation.accounts.auth import User
+from annotation.formats import bundle
+from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
+from annotation.ui.app_state import sign_in
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 1024 * 1024

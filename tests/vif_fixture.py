@@ -1,6 +1,6 @@
 """A small, realistic VIF-Bench release written to disk for tests.
 
-:func:`make_vif_release` writes the layout read by :mod:`annotation.importers.vif`, with
+:func:`make_vif_release` writes the layout read by :mod:`annotation.formats.vif`, with
 real Pillow images (reference photos stand-ins, a layout canvas with colored boxes, an
 orientation "pyramid", a cyan wind / yellow light arrow) and judge texts in the benchmark's
 ``Reasoning:`` + ``Name: <1-10>.`` form. It covers on purpose:

@@ -1,0 +1,246 @@
+"""Signed-in sessions: random, server-side, revocable tokens (table ``sessions``, schema 5).
+
+Being signed in is tied to a secret the browser holds apart from Streamlit's session id:
+a 256-bit random token in the ``ja_session`` cookie (HttpOnly, SameSite=Strict, set by the
+server: see :mod:`annotation.ui.web_session`). The database keeps only its SHA-256, so a copy
+of the database does not sign anyone in.
+
+* :func:`create` starts a session at sign-in. For a browser it returns a one-time
+  *handoff code* (valid :data:`HANDOFF_SECONDS`, single use) that the browser exchanges,
+  in the body of one POST, for the cookie (:func:`redeem`): the token itself is made then
+  and only ever travels in ``Set-Cookie`` and ``Cookie`` headers.
+* :func:`check` is **the** check of every human write: :meth:`annotation.store.Store.
+  transaction` calls it inside its ``BEGIN IMMEDIATE`` transaction. The session must exist,
+  not be revoked, be at most :data:`IDLE_MINUTES` idle and :data:`MAX_HOURS` old; its
+  account must be enabled and still have the role the session began with (and the role
+  the write needs); the write must be made under the session's own name.
+* :func:`revoke` (sign-out) and :func:`revoke_user` (disable, role change, new password)
+  end sessions at once.
+
+This module is part of the storage layer: plain ``sqlite3``, no Streamlit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+COOKIE_NAME = "ja_session"
+TOKEN_BYTES = 32  # 256 bits
+IDLE_MINUTES = 60
+MAX_HOURS = 12
+HANDOFF_SECONDS = 60
+#: last_seen is written at most this often by reads (every write refreshes it anyway)
+TOUCH_EVERY = timedelta(seconds=30)
+
+#: What the app tells someone whose session was refused, by reason.
+MESSAGES = {
+    "no_session": "You are not signed in.",
+    "unknown": "You were signed out.",
+    "revoked": "You were signed out.",
+    "expired": "Your session expired. Please sign in again.",
+    "disabled": "You were signed out: your account was disabled.",
+    "role": "You were signed out: your role changed.",
+    "forbidden": "You were signed out: this needs another role.",
+    "other_user": "You were signed out: this browser is signed in as someone else.",
+}
+
+
+class SignedOut(PermissionError):
+    """A write (or a page) was refused: no live session for it. ``reason`` is a key of
+    :data:`MESSAGES`; nothing of the refused write was committed."""
+
+    def __init__(self, reason: str):
+        super().__init__(MESSAGES.get(reason, MESSAGES["unknown"]))
+        self.reason = reason
+
+    @property
+    def message(self) -> str:
+        return MESSAGES.get(self.reason, MESSAGES["unknown"])
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A live session: whose, with which role, since when."""
+
+    session_id: int
+    user: str
+    role: str
+    created_at: str
+    last_seen: str
+
+
+def new_secret() -> str:
+    """A fresh 256-bit random secret, URL-safe base64 (43 characters)."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def digest(secret: str) -> str:
+    """SHA-256 (hex) of a token or handoff code: what the database keeps."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _now(now: datetime | None) -> datetime:
+    return now if now is not None else datetime.now(UTC)
+
+
+def _parse(text: str | datetime) -> datetime:
+    moment = text if isinstance(text, datetime) else datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def session_valid(
+    started_at_iso: str,
+    last_seen_iso: str,
+    now: datetime | str,
+    idle_minutes: float = IDLE_MINUTES,
+    max_hours: float = MAX_HOURS,
+) -> bool:
+    """Whether a session begun at ``started_at_iso`` and last active at ``last_seen_iso``
+    is still valid at ``now``: idle for at most ``idle_minutes`` and at most ``max_hours``
+    old. Naive times count as UTC; unparsable times or times in the future (beyond one
+    minute of clock skew) make it invalid. Pure: no clock, no database.
+    """
+    try:
+        started = _parse(started_at_iso)
+        seen = _parse(last_seen_iso)
+        current = _parse(now)
+    except (TypeError, ValueError):
+        return False
+    skew = timedelta(minutes=1)
+    if started > current + skew or seen > current + skew or seen < started:
+        return False
+    return (
+        current - seen <= timedelta(minutes=idle_minutes)
+        and current - started <= timedelta(hours=max_hours)
+    )
+
+
+# ------------------------------------------------------------------ starting and ending
+def create(conn: sqlite3.Connection, user: str, role: str, *, handoff: bool,
+           user_agent: str | None = None, now: datetime | None = None) -> str:
+    """Start a session for ``user`` (inside the caller's transaction); return its secret.
+
+    ``handoff=True`` (a browser): the secret is a one-time code for :func:`redeem`, valid
+    :data:`HANDOFF_SECONDS`; the session has no token until then. ``handoff=False`` (the
+    test seam of :mod:`annotation.ui.app_state`): the secret is the session token itself.
+    """
+    moment = _now(now)
+    secret = new_secret()
+    token_hash, handoff_hash, handoff_expires = (
+        (None, digest(secret), _iso(moment + timedelta(seconds=HANDOFF_SECONDS)))
+        if handoff else (digest(secret), None, None))
+    conn.execute(
+        "INSERT INTO sessions (token_hash, handoff_hash, handoff_expires_at, user, role,"
+        " created_at, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [token_hash, handoff_hash, handoff_expires, user, role, _iso(moment), _iso(moment),
+         (user_agent or "")[:256] or None])
+    return secret
+
+
+def redeem(conn: sqlite3.Connection, code: str, *, now: datetime | None = None) -> str | None:
+    """Exchange a handoff code for the session token (inside the caller's transaction).
+
+    The code works once, within :data:`HANDOFF_SECONDS`, for a session neither revoked
+    nor redeemed; the token is made here, its hash stored, the code's hash cleared (a
+    rotation: a new token at every sign-in). None when the code is not good.
+    """
+    if not isinstance(code, str) or not 20 <= len(code) <= 128:
+        return None
+    moment = _now(now)
+    wanted = digest(code)
+    row = conn.execute(
+        "SELECT session_id, handoff_hash, handoff_expires_at FROM sessions"
+        " WHERE handoff_hash = ? AND token_hash IS NULL AND revoked_at IS NULL",
+        [wanted]).fetchone()
+    if row is None or not hmac.compare_digest(row[1], wanted):
+        return None
+    if _parse(row[2]) < moment:
+        return None
+    token = new_secret()
+    conn.execute(
+        "UPDATE sessions SET token_hash = ?, handoff_hash = NULL, handoff_expires_at = NULL,"
+        " last_seen = ? WHERE session_id = ?", [digest(token), _iso(moment), row[0]])
+    return token
+
+
+def revoke(conn: sqlite3.Connection, token: str | None, *,
+           now: datetime | None = None) -> str | None:
+    """End the session of ``token`` (sign-out); return its user, or None if none was live."""
+    if not token:
+        return None
+    row = conn.execute(
+        "SELECT session_id, user FROM sessions WHERE token_hash = ? AND revoked_at IS NULL",
+        [digest(token)]).fetchone()
+    if row is None:
+        return None
+    conn.execute("UPDATE sessions SET revoked_at = ? WHERE session_id = ?",
+                 [_iso(_now(now)), row[0]])
+    return str(row[1])
+
+
+def revoke_user(conn: sqlite3.Connection, user: str, *, now: datetime | None = None) -> int:
+    """End every session of ``user`` at once (disable, role change, new password); return
+    how many were live."""
+    cur = conn.execute("UPDATE sessions SET revoked_at = ? WHERE user = ? AND revoked_at IS NULL",
+                       [_iso(_now(now)), user])
+    return int(cur.rowcount or 0)
+
+
+def stale(last_seen: str, now: datetime | None = None) -> bool:
+    """Whether ``last_seen`` is older than :data:`TOUCH_EVERY` (time to move it)."""
+    try:
+        return _now(now) - _parse(last_seen) >= TOUCH_EVERY
+    except (TypeError, ValueError):
+        return True
+
+
+# ------------------------------------------------------------------ the check
+def check(conn: sqlite3.Connection, token: str | None, *, user: str | None = None,
+          role: str | None = None, now: datetime | None = None,
+          touch: bool = True) -> SessionInfo:
+    """The session of ``token``, if it may act now; else raise :class:`SignedOut`.
+
+    Call it inside the write's transaction. ``user``: the write is made under this name
+    (it must be the session's). ``role``: the write needs this role (``admin``; None: any
+    role). ``touch`` moves ``last_seen`` to now (at most every :data:`TOUCH_EVERY`).
+    """
+    if not token:
+        raise SignedOut("no_session")
+    moment = _now(now)
+    wanted = digest(token)
+    row = conn.execute(
+        "SELECT s.session_id, s.token_hash, s.user, s.role, s.created_at, s.last_seen,"
+        " s.revoked_at, u.role, u.disabled FROM sessions s LEFT JOIN users u ON u.name = s.user"
+        " WHERE s.token_hash = ?", [wanted]).fetchone()
+    if row is None or not hmac.compare_digest(row[1], wanted):
+        raise SignedOut("unknown")
+    session_id, _, name, session_role, created, seen, revoked, account_role, disabled = row
+    # the most telling reason first (disabling and role changes also revoke)
+    if account_role is None or disabled:
+        raise SignedOut("disabled")
+    if account_role != session_role:
+        raise SignedOut("role")
+    if revoked is not None:
+        raise SignedOut("revoked")
+    if not session_valid(created, seen, moment):
+        raise SignedOut("expired")
+    if role is not None and account_role != role:
+        raise SignedOut("forbidden")
+    if user is not None and user != name:
+        raise SignedOut("other_user")
+    if touch and stale(seen, moment):
+        seen = _iso(moment)
+        conn.execute("UPDATE sessions SET last_seen = ? WHERE session_id = ?",
+                     [seen, session_id])
+    return SessionInfo(int(session_id), str(name), str(account_role), str(created), str(seen))

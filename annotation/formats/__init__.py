@@ -1,0 +1,1 @@
+"""Reading and checking files: the bundle, VIF-Bench and TIIF-Bench releases."""

@@ -1,0 +1,140 @@
+"""Importers: every source format becomes :class:`~annotation.records.ProjectData`.
+
+``import_path`` detects the format of a folder or zip, reads it into records, validates
+them against the store (:func:`annotation.formats.validate.check_project`) and writes them in one
+transaction (:meth:`annotation.store.Store.write`). A new format is one new module here
+with ``detect(path) -> bool`` and ``read(path) -> ProjectData``, added to ``FORMATS``.
+
+Before anything is opened, a source that is, contains or lies inside the project's own
+files (database, ``-wal``, ``-shm``, media folder) is refused (:mod:`annotation.store.guard`):
+reading the database with an ordinary read would drop SQLite's locks in this process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from annotation.formats import bundle, validate
+from annotation.records import ImportRefused, Problem, ProjectData
+from annotation.store import Store, guard
+
+FORMATS = ("bundle", "tiif-bench", "vif-bench")
+
+
+@dataclass
+class ImportSummary:
+    """What one import did: rows written, rows already present, warnings."""
+
+    import_id: int
+    source: str
+    format: str
+    written: dict[str, int]
+    unchanged: dict[str, int] = field(default_factory=dict)
+    warnings: list[Problem] = field(default_factory=list)
+
+    def text(self, max_warnings: int = 20) -> str:
+        parts = [f"import #{self.import_id} of {self.source} ({self.format})"]
+        parts.append("  written: " + ", ".join(f"{k} {v}" for k, v in self.written.items() if v))
+        if any(self.unchanged.values()):
+            parts.append("  already in the database, unchanged: "
+                         + ", ".join(f"{k} {v}" for k, v in self.unchanged.items() if v))
+        if self.warnings:
+            parts.append(f"  {len(self.warnings)} warning(s):")
+            parts.extend(f"    {w}" for w in self.warnings[:max_warnings])
+            if len(self.warnings) > max_warnings:
+                parts.append(f"    ... and {len(self.warnings) - max_warnings} more "
+                             "(all are in the import log: judge-audit info)")
+        return "\n".join(parts)
+
+
+def check_source(path: Path, *dbs: str | Path) -> None:
+    """Raise ImportRefused if ``path`` is, contains or lies inside a file of the project being
+    written (``dbs``) or of any project this process serves (:func:`annotation.store.guard.
+    source_problem`). Nothing is opened."""
+    problem = guard.source_problem(path, dbs)
+    if problem is not None:
+        raise ImportRefused([Problem(str(path), None, None, problem)])
+
+
+def detect(path: Path) -> str:
+    """Name the format of ``path`` (one of :data:`FORMATS`) or raise ImportRefused."""
+    from annotation.formats import tiif, vif
+
+    check_source(path)
+    if not path.exists():
+        raise ImportRefused([Problem(str(path), None, None, "no such file or folder")])
+    if bundle.is_bundle(path):
+        return "bundle"
+    if path.is_dir() and vif.detect(path):
+        return "vif-bench"
+    if path.is_dir() and tiif.detect(path):
+        return "tiif-bench"
+    raise ImportRefused([Problem(str(path), None, None,
+                                 "not a judge-audit bundle (bundle.json), a VIF-Bench release "
+                                 "(metadata.jsonl) or a TIIF-Bench folder (data/*_prompts)")])
+
+
+@contextmanager
+def load(path: Path, fmt: str | None = None, **options: object) -> Iterator[ProjectData]:
+    """Read ``path`` into records (format auto-detected unless ``fmt`` is given).
+
+    ``options`` go to the format's reader: for TIIF-Bench ``split`` ("auto", "test",
+    "testmini") and ``images`` (the folder of generated images, ``output/`` by default).
+    """
+    from annotation.formats import tiif, vif
+
+    path = Path(path)
+    check_source(path)
+    if isinstance(options.get("images"), str | Path):
+        check_source(Path(options["images"]))  # type: ignore[arg-type]
+    fmt = fmt or detect(path)
+    if options and fmt != "tiif-bench":
+        raise ValueError(f"options {sorted(options)} apply to TIIF-Bench imports only")
+    if fmt == "bundle":
+        with bundle.open_bundle(path) as project:
+            yield project
+    elif fmt == "tiif-bench":
+        yield tiif.read(path, **options)  # type: ignore[arg-type]
+    elif fmt == "vif-bench":
+        yield vif.read(path)
+    else:
+        raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+Progress = Callable[[int], object] | None
+"""Called with 1 after each stage (read, check, write): e.g. ``tqdm.update``."""
+
+
+def import_project(store: Store, project: ProjectData, *, user: str | None = None,
+                   progress: Progress = None) -> ImportSummary:
+    """Validate records against the store and write them in one transaction."""
+    existing = store.existing_rows(project)
+    existing.update(validate.existing_tree_rows(store, project))
+    checked = validate.check_project(project, existing)
+    if progress:
+        progress(1)
+    import_id = store.write(checked.project, user=user)
+    if progress:
+        progress(1)
+    return ImportSummary(import_id, project.source, project.format, checked.project.counts(),
+                         checked.unchanged, project.warnings)
+
+
+def import_path(store: Store, path: str | Path, *, fmt: str | None = None,
+                user: str | None = None, progress: Progress = None, **options: object
+                ) -> ImportSummary:
+    """Detect, read, validate and write ``path``; raise ImportRefused (nothing written).
+
+    ``path`` (and a TIIF-Bench ``images`` folder) must not be, contain or lie inside the
+    files of ``store``: that is checked before anything is opened."""
+    check_source(Path(path), store.path)
+    if isinstance(options.get("images"), str | Path):
+        check_source(Path(options["images"]), store.path)  # type: ignore[arg-type]
+    with guard.importing(store.path), load(Path(path), fmt, **options) as project:
+        project.source = str(Path(path).resolve())
+        if progress:
+            progress(1)
+        return import_project(store, project, user=user, progress=progress)

@@ -1,0 +1,1 @@
+"""The report's tables and figures, built from the store's DataFrames."""

@@ -1,0 +1,290 @@
+"""Results of conflict-label verification: verified labels, how good the automatic labels
+were, how much verifiers agree, and the conflict statistics of VIF-Bench Section 3.2.
+
+Every function but :func:`load_verdicts` / :func:`load_tasks` is pure and returns a tidy
+DataFrame (one row per conflict type, plus ``all`` where pooling makes sense):
+
+* :func:`verified_labels`: per task and conflict type, the verified label = the strict
+  majority of the verifiers' current labels (a tie is left undecided, ``None``), next to
+  the automatic label they judged.
+* :func:`automatic_vs_verified`: the automatic labels scored against the verified ones as a
+  classifier of *conflict*: the counts TP/FP/FN/TN, precision TP/(TP+FP), recall
+  TP/(TP+FN), percent agreement with its Wilson (1927) interval and Cohen's (1960) kappa with
+  the Fleiss-Cohen-Everitt (1969) interval (:func:`annotation.stats.agreement.binary_agreement`).
+* :func:`verifier_agreement`: inter-annotator agreement on the verified labels:
+  Krippendorff's alpha, nominal (Krippendorff 2011), and the mean pairwise percent
+  agreement over tasks with two or more verifiers.
+* :func:`conflict_statistics`: seed 000 Section 3.2 ("438 of 1,241 tasks contain at least
+  one conflict ... orientation conflict in 106 of the 315 tasks containing an orientation
+  instruction (33.7%)"), recomputed from the automatic labels over all tasks, from the
+  automatic labels over the verified tasks, and from the verified labels.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from annotation.stats.agreement import binary_agreement
+from annotation.stats.reliability import krippendorff_alpha
+from annotation.store import Store
+from annotation.vif.conflicts import CONFLICT_KEYS
+from annotation.work.verification import CONFLICT_TYPES, conflict_types, load_verify_item
+
+VERDICT_COLUMNS = ["task_id", "conflict", "verifier", "automatic", "agrees", "label", "note",
+                   "blind", "created_at"]
+
+
+# ------------------------------------------------------------------------ loading
+def load_verdicts(store: Store, *, history: bool = False) -> pd.DataFrame:
+    """Current verdicts of submitted tasks (work in progress is not a result yet) or, with
+    ``history``, every row ever written, with ``supersedes``; ``automatic``/``agrees``/
+    ``label`` as booleans (None where absent)."""
+    view = "conflict_verdicts" if history else "current_conflict_verdicts"
+    extra = ", verdict_id, supersedes" if history else ""
+    submitted = "" if history else (
+        " WHERE EXISTS (SELECT 1 FROM verify_submissions s WHERE s.verifier = v.verifier"
+        " AND s.task_id = v.task_id)")
+    df = store.query_df(
+        f"SELECT task_id, conflict, verifier, automatic, agrees, label, note, blind,"
+        f" created_at{extra} FROM {view} v{submitted}"
+        " ORDER BY task_id, conflict, verifier, created_at")
+    for col in ("automatic", "agrees", "label", "blind"):
+        df[col] = df[col].map(lambda v: None if pd.isna(v) else bool(v)).astype(object)
+    return df
+
+
+def load_tasks(store: Store) -> pd.DataFrame:
+    """Per task and conflict type it can have: the automatic label (published, else the
+    rules'), the published label and the rules' decision on the pre-labels."""
+    rows = []
+    for task_id, meta in store.conn.execute("SELECT task_id, meta FROM tasks ORDER BY rowid"):
+        if not conflict_types(json.loads(meta)):
+            rows.append({"task_id": task_id, "conflict": None, "automatic": None,
+                         "published": None, "rules": None})
+            continue
+        for check in load_verify_item(store, task_id).checks:
+            rows.append({"task_id": task_id, "conflict": check.conflict,
+                         "automatic": check.automatic, "published": check.published,
+                         "rules": check.rule.conflict})
+    return pd.DataFrame(rows, columns=["task_id", "conflict", "automatic", "published",
+                                       "rules"]).astype(object)
+
+
+def load_readings(store: Store) -> pd.DataFrame:
+    df = store.query_df(
+        "SELECT task_id, verifier, image_idx, attribute, value, created_at"
+        " FROM current_prelabel_readings ORDER BY task_id, verifier, image_idx, attribute")
+    df["value"] = df["value"].map(json.loads).astype(object)
+    return df
+
+
+# ------------------------------------------------------------------------ pure parts
+def _majority(labels: Iterable[bool]) -> bool | None:
+    votes = list(labels)
+    yes = sum(1 for v in votes if v)
+    no = len(votes) - yes
+    return None if yes == no else yes > no
+
+
+def verified_labels(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Per (task, conflict type): verifiers, conflict votes, the majority label (None on a
+    tie) and the automatic label judged (the latest verdict's, should it have changed)."""
+    cols = ["task_id", "conflict", "n_verifiers", "votes_conflict", "verified", "automatic"]
+    if verdicts.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for (task, kind), g in verdicts.groupby(["task_id", "conflict"], sort=True):
+        latest = g.sort_values("created_at").iloc[-1]
+        rows.append({"task_id": task, "conflict": kind, "n_verifiers": len(g),
+                     "votes_conflict": int(sum(bool(v) for v in g["label"])),
+                     "verified": _majority(bool(v) for v in g["label"]),
+                     "automatic": latest["automatic"]})
+    return pd.DataFrame(rows, columns=cols).astype({"verified": object, "automatic": object})
+
+
+def _score_row(name: str, auto: pd.Series, verified: pd.Series) -> dict[str, Any]:
+    keep = auto.notna() & verified.notna()
+    a = auto[keep].map(bool)
+    v = verified[keep].map(bool)
+    tp, fp = int((a & v).sum()), int((a & ~v).sum())
+    fn, tn = int((~a & v).sum()), int((~a & ~v).sum())
+    n = tp + fp + fn + tn
+    stats = binary_agreement(list(a), list(v), positive=True).iloc[0] if n else None
+
+    def ratio(x: int, y: int) -> float:
+        return x / y if y else math.nan
+
+    return {
+        "conflict": name, "n_tasks": n, "n_undecided": int((~keep).sum()),
+        "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+        "precision": ratio(tp, tp + fp), "recall": ratio(tp, tp + fn),
+        "agreement": stats["agreement"] if n else math.nan,
+        "agreement_lo": stats["agreement_lo"] if n else math.nan,
+        "agreement_hi": stats["agreement_hi"] if n else math.nan,
+        "kappa": stats["kappa"] if n else math.nan,
+        "kappa_lo": stats["kappa_lo"] if n else math.nan,
+        "kappa_hi": stats["kappa_hi"] if n else math.nan,
+    }
+
+
+def automatic_vs_verified(labels: pd.DataFrame) -> pd.DataFrame:
+    """The automatic labels against the verified ones, per conflict type and pooled
+    (``all``: every task x type decision). Undecided pairs (tie, no automatic label) are
+    dropped and counted in ``n_undecided``."""
+    rows = []
+    for kind in CONFLICT_TYPES:
+        sub = labels[labels["conflict"] == kind]
+        rows.append(_score_row(kind, sub["automatic"], sub["verified"]))
+    rows.append(_score_row("all", labels["automatic"], labels["verified"]))
+    return pd.DataFrame(rows)
+
+
+def verifier_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Agreement between verifiers on the verified labels, per conflict type and pooled:
+    Krippendorff's alpha (nominal; tasks x verifiers with missing cells) and the mean
+    pairwise percent agreement over tasks verified by two or more people."""
+    rows = []
+    for kind in (*CONFLICT_TYPES, "all"):
+        sub = verdicts if kind == "all" else verdicts[verdicts["conflict"] == kind]
+        unit = sub["task_id"] + "\x1f" + sub["conflict"]
+        wide = (sub.assign(unit=unit, value=sub["label"].map(lambda v: int(bool(v))))
+                .pivot_table(index="unit", columns="verifier", values="value", aggfunc="last"))
+        multi = wide[wide.notna().sum(axis=1) >= 2]
+        pairs = agree = 0
+        for _, row in multi.iterrows():
+            values = [int(v) for v in row.dropna()]
+            for x, y in combinations(values, 2):
+                pairs += 1
+                agree += int(x == y)
+        alpha = (krippendorff_alpha(multi.to_numpy(dtype=float), "nominal")
+                 if len(multi) else math.nan)
+        rows.append({"conflict": kind, "n_tasks": int(len(wide)),
+                     "n_tasks_multi": int(len(multi)),
+                     "n_verifiers": int(sub["verifier"].nunique()), "n_pairs": pairs,
+                     "pairwise_agreement": agree / pairs if pairs else math.nan,
+                     "alpha": alpha})
+    return pd.DataFrame(rows)
+
+
+def conflict_statistics(tasks: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """Seed 000 Section 3.2's table: per conflict type, the tasks with that instruction and
+    how many are conflicts, and the tasks with at least one conflict (``any``) among all
+    tasks; from the automatic labels (all tasks, and the verified tasks only) and from the
+    verified labels. Shares are of the column's own task count; ``verified_tasks`` counts
+    tasks with a decided (not tied) verified label, for ``any`` on every type they have."""
+    all_tasks = tasks["task_id"].nunique()
+    checked = tasks[tasks["conflict"].notna()]
+    decided = labels.loc[labels["verified"].map(lambda v: v is not None).astype(bool)]
+    rows = []
+
+    def share(k: int, n: int) -> float:
+        return k / n if n else math.nan
+
+    def positive(frame: pd.DataFrame, col: str) -> set[str]:
+        return set(frame.loc[frame[col].map(lambda v: v is True).astype(bool), "task_id"])
+
+    for kind in (*CONFLICT_TYPES, "any"):
+        if kind == "any":
+            # a task is verified when every conflict type it has got a decided label
+            needed = checked.groupby("task_id")["conflict"].agg(set)
+            got = decided.groupby("task_id")["conflict"].agg(set)
+            ver_tasks = {t for t, kinds in needed.items() if kinds <= got.get(t, set())}
+            auto_pos, with_vi = positive(checked, "automatic"), all_tasks
+            ver_pos = positive(decided, "verified") & ver_tasks
+        else:
+            sub = checked[checked["conflict"] == kind]
+            lab = decided[decided["conflict"] == kind]
+            ver_tasks = set(lab["task_id"])
+            auto_pos, with_vi = positive(sub, "automatic"), sub["task_id"].nunique()
+            ver_pos = positive(lab, "verified")
+        auto_on_ver = auto_pos & ver_tasks
+        rows.append({
+            "conflict": kind, "tasks_with_instruction": with_vi,
+            "automatic_conflicts": len(auto_pos),
+            "automatic_share": share(len(auto_pos), with_vi),
+            "verified_tasks": len(ver_tasks),
+            "automatic_conflicts_on_verified": len(auto_on_ver),
+            "automatic_share_on_verified": share(len(auto_on_ver), len(ver_tasks)),
+            "verified_conflicts": len(ver_pos),
+            "verified_share": share(len(ver_pos), len(ver_tasks)),
+        })
+    return pd.DataFrame(rows)
+
+
+def labels_jsonl_rows(labels: pd.DataFrame, verdicts: pd.DataFrame,
+                      readings: pd.DataFrame | None = None,
+                      tasks: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """One record per verified task in the VIF-Bench labels shape (``id`` and the four
+    ``*_conflict`` keys: the verified label; None where the task has that type (``tasks``,
+    from :func:`load_tasks`) but no decided label; False for a type it cannot have), plus
+    ``verifiers``, every current ``verdicts`` entry with its note, and the verifiers'
+    ``readings`` of the pre-labels (``{verifier: {Image_k: {attribute: value}}}``)."""
+    out = []
+    for task, g in labels.groupby("task_id", sort=True):
+        record: dict[str, Any] = {"id": task}
+        decided = dict(zip(g["conflict"], g["verified"], strict=True))
+        has = (set(tasks.loc[tasks["task_id"] == task, "conflict"].dropna())
+               if tasks is not None else set(decided))
+        for kind in CONFLICT_TYPES:
+            record[CONFLICT_KEYS[kind]] = decided.get(kind) if kind in has else False
+        mine = verdicts[verdicts["task_id"] == task]
+        record["verifiers"] = sorted(mine["verifier"].unique())
+        record["verdicts"] = [
+            {"verifier": r.verifier, "conflict": r.conflict, "automatic": r.automatic,
+             "agrees": r.agrees, "label": r.label, "note": r.note, "blind": r.blind,
+             "at": r.created_at}
+            for r in mine.itertuples()]
+        record["notes"] = [f"{r.verifier} ({r.conflict}): {r.note}"
+                           for r in mine.itertuples() if r.note]
+        if readings is not None:
+            given: dict[str, dict[str, dict[str, Any]]] = {}
+            for r in readings[readings["task_id"] == task].itertuples():
+                given.setdefault(r.verifier, {}).setdefault(
+                    f"Image_{r.image_idx}", {})[r.attribute] = r.value
+            record["readings"] = given
+        out.append(record)
+    return out
+
+
+# ------------------------------------------------------------------------ the report
+def conflict_tables(store: Store) -> dict[str, pd.DataFrame]:
+    """Every table of the conflict report, by file name (without extension)."""
+    verdicts = load_verdicts(store)
+    labels = verified_labels(verdicts)
+    tasks = load_tasks(store)
+    rules = tasks[tasks["conflict"].notna()]
+    consistency = rules.assign(
+        consistent=[p is None or r is None or p == r
+                    for p, r in zip(rules["published"], rules["rules"], strict=True)])
+    return {
+        "conflict_agreement": automatic_vs_verified(labels),
+        "verifier_agreement": verifier_agreement(verdicts),
+        "conflict_statistics": conflict_statistics(tasks, labels),
+        "verified_labels": labels,
+        "verdict_history": load_verdicts(store, history=True),
+        "published_vs_rules": consistency,
+    }
+
+
+def verified_labels_jsonl(store: Store) -> str:
+    """The ``verified_labels.jsonl`` text (see :func:`labels_jsonl_rows`)."""
+    verdicts = load_verdicts(store)
+    rows = labels_jsonl_rows(verified_labels(verdicts), verdicts, load_readings(store),
+                             load_tasks(store))
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def write_conflict_report(store: Store, out: Path) -> list[Path]:
+    """Write ``verified_labels.jsonl`` and one CSV per table of :func:`conflict_tables`
+    (text cells that a spreadsheet would run as a formula are neutralized)."""
+    from annotation.results.report import write_csvs
+
+    return write_csvs(conflict_tables(store), out,
+                      {"verified_labels.jsonl": verified_labels_jsonl(store)})

@@ -1,0 +1,153 @@
+"""Checklist decisions as every table scores them: one gating rule, one policy for gaps.
+
+A *decision* is one (answerer, output, question). Every report table that looks at
+checklist answers (``checklist.csv``, ``operators.csv``, ``leniency.csv``,
+``checklist_comparisons.csv``, the alt-test, ``--pair checklist:CRITERION``, the
+annotators' table and the Judge validation page) reads them through :func:`decisions`, so
+a judge and a human are always scored by the same rule:
+
+* **Gating** (Cho et al., "Davidsonian Scene Graph: Improving Reliability in Fine-Grained
+  Evaluation for Text-to-Image Generation", ICLR 2024, Sec. 3): when a parent question is
+  answered "no" (the entity it asks about is absent), its dependent questions are scored
+  as **failed, whatever their own answer**: the answerer's own "yes" on a child of a
+  failed parent does not count, and a child the annotation page never asked (it hides
+  gated questions, :func:`annotation.work.checklist.applicable`) is failed too. The rule is
+  transitive (a child of a gated question is gated), and a parent answered "can't tell"
+  does not gate. The parent's *own* answer triggers the gate, as on the annotation page,
+  which never knows a question's pass answer; bundles document it the same way
+  (``depends_on``: "when a parent is answered 'no', the question is not applicable").
+  A gated question's decision is its failing answer (the opposite of its pass answer).
+  This also retires stale answers: a human who first said "yes" to a child and then
+  changed the parent to "no" is scored as failing the child.
+* **Unanswered questions.** By default a question the answerer gave no answer to (and
+  that no gate fills) is no decision: outputs a judge never answered are left out, and
+  the tables count them (``n_unanswered``). With ``unanswered="fail"`` every question of
+  every output in ``universe`` that is still without a decision is scored as failed
+  (``imputed``), the DSG authors' convention for unanswerable or unparsed VQA outputs, so
+  their published figures can be reproduced.
+* ``cant_tell`` is kept as an answer with no decision (``passed`` is NaN); statistics
+  treat it as missing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from annotation.results.study import StudyData
+
+Unanswered = Literal["omit", "fail"]
+UNANSWERED: tuple[str, ...] = ("omit", "fail")
+COLUMNS = ["output_id", "question_id", "answer", "passed", "own_answer", "gated", "imputed"]
+
+
+def failing_answer(pass_answer: pd.Series) -> pd.Series:
+    """The answer that fails each question: "no" where "yes" passes, and the reverse."""
+    return pass_answer.map({"yes": "no", "no": "yes"})
+
+
+def decisions(answers: pd.DataFrame, questions: pd.DataFrame, who: str, *,
+              unanswered: Unanswered = "omit",
+              universe: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every decision of every answerer after gating (see the module docstring).
+
+    ``answers``: ``output_id``, ``who`` (``"annotator"`` or ``"judge"``), ``question_id``,
+    ``answer`` (``yes``/``no``/``cant_tell``), one current answer per decision.
+    ``questions``: ``question_id``, ``checklist_id``, ``pass_answer``, ``depends_on``
+    (lists of parent ids). ``universe`` (needed for ``unanswered="fail"``): ``output_id``,
+    ``checklist_id`` of the outputs on which every answerer of ``answers`` owes an answer
+    to every question of the checklist.
+
+    Returns one row per decision: ``who``, ``output_id``, ``question_id``, ``answer`` (the
+    scored answer: the failing answer when gated or imputed), ``passed`` (1.0, 0.0, or NaN
+    for ``cant_tell``), ``own_answer`` (what the answerer said, None if nothing), ``gated``
+    and ``imputed`` flags. Vectorized: the gate is propagated level by level over the
+    dependency edges.
+    """
+    if unanswered not in UNANSWERED:
+        raise ValueError(f"unanswered must be one of {UNANSWERED}, got {unanswered!r}")
+    columns = [who, *COLUMNS]
+    q = questions[["question_id", "checklist_id", "pass_answer"]]
+    given = answers[[who, "output_id", "question_id", "answer"]].merge(q, on="question_id")
+    given = given.rename(columns={"answer": "own_answer"})
+    edges = questions[["question_id", "checklist_id", "depends_on"]].explode("depends_on")
+    edges = edges.dropna(subset=["depends_on"]).rename(columns={"question_id": "child",
+                                                                "depends_on": "parent"})
+    key = [who, "output_id", "question_id"]
+    gated = pd.DataFrame(columns=key)
+    if not edges.empty and not given.empty:
+        sessions = given[[who, "output_id", "checklist_id"]].drop_duplicates()
+        candidates = sessions.merge(edges, on="checklist_id")
+        said_no = given.loc[given.own_answer == "no", [who, "output_id", "question_id"]]
+        found = candidates.merge(said_no.rename(columns={"question_id": "parent"}),
+                                 on=[who, "output_id", "parent"])[[who, "output_id", "child"]]
+        found = found.drop_duplicates()
+        while True:  # a child of a gated question is gated too
+            grown = candidates.merge(found.rename(columns={"child": "parent"}),
+                                     on=[who, "output_id", "parent"])
+            grown = pd.concat([found, grown[[who, "output_id", "child"]]]).drop_duplicates()
+            if len(grown) == len(found):
+                break
+            found = grown
+        gated = found.rename(columns={"child": "question_id"})
+    table = given.merge(gated.assign(gated=True), on=key, how="outer")
+    table["gated"] = table["gated"].astype("boolean").fillna(False).astype(bool)
+    if table.pass_answer.isna().any():  # gated questions nobody answered
+        table = table.drop(columns=["checklist_id", "pass_answer"]).merge(q, on="question_id")
+    table["imputed"] = False
+    if unanswered == "fail":
+        if universe is None:
+            raise ValueError('unanswered="fail" needs the universe of outputs to score')
+        owed = universe[["output_id", "checklist_id"]].merge(q, on="checklist_id")
+        names = pd.DataFrame({who: pd.unique(answers[who])})
+        owed = names.merge(owed, how="cross")
+        missing = owed.merge(table[key], on=key, how="left", indicator=True)
+        missing = missing[missing["_merge"] == "left_only"].drop(columns="_merge")
+        if len(missing):
+            table = pd.concat([table, missing.assign(own_answer=None, gated=False,
+                                                     imputed=True)], ignore_index=True)
+    fail = failing_answer(table.pass_answer)
+    forced = table.gated | table.imputed
+    table["answer"] = table.own_answer.where(~forced, fail)
+    decided = table.answer.isin(("yes", "no"))
+    table["passed"] = np.where(decided, (table.answer == table.pass_answer).astype(float),
+                               np.nan)
+    table["own_answer"] = table.own_answer.astype(object).where(table.own_answer.notna(), None)
+    table = table.sort_values(key, kind="stable").reset_index(drop=True)
+    return table[columns]
+
+
+def human_decisions(study: StudyData) -> pd.DataFrame:
+    """The annotators' decisions of a :class:`annotation.results.study.StudyData` (gated; a
+    question an annotator left open is no decision: humans are never imputed)."""
+    return decisions(study.human_answers, study.questions, "annotator")
+
+
+def judge_decisions(study: StudyData, unanswered: Unanswered = "omit") -> pd.DataFrame:
+    """The judges' decisions of a :class:`annotation.results.study.StudyData` (gated; with
+    ``unanswered="fail"`` every question of every output that exists is owed)."""
+    outputs = study.outputs
+    universe = outputs[outputs.missing.fillna(0).astype(int) == 0] \
+        if "missing" in outputs.columns else outputs
+    return decisions(study.judge_answers, study.questions, "judge", unanswered=unanswered,
+                     universe=universe)
+
+
+def majority_of(decided: pd.DataFrame) -> pd.DataFrame:
+    """Per (output, question): the strict majority of the decided answers (``yes``/``no``;
+    ``cant_tell`` is no vote; a tie gives no majority and no row), with ``n_yes``/``n_no``.
+
+    ``decided``: rows of :func:`decisions`. Returns ``output_id``, ``question_id``,
+    ``answer``, ``n_yes``, ``n_no``.
+    """
+    votes = decided.loc[decided.answer.isin(("yes", "no")), ["output_id", "question_id"]]
+    votes = votes.assign(n_yes=(decided.answer == "yes").astype(int),
+                         n_no=(decided.answer == "no").astype(int))
+    counts = votes.groupby(["output_id", "question_id"], sort=True)[["n_yes", "n_no"]].sum()
+    counts = counts.reset_index()
+    counts = counts[counts.n_yes != counts.n_no]
+    counts["answer"] = np.where(counts.n_yes > counts.n_no, "yes", "no")
+    return counts[["output_id", "question_id", "answer", "n_yes", "n_no"]].reset_index(drop=True)

@@ -1,0 +1,205 @@
+"""Checklist pass rates per operator, as TRACE-Bench scores them: ``operators.csv`` and the
+paper's judge table, ``trace_table.csv``.
+
+* A question **passes** when the scored answer equals its ``pass_answer`` (TRACE phrases
+  some questions negatively, so a pass can be "no"); ``cant_tell`` is no decision. Answers
+  are scored by the one rule of :mod:`annotation.results.decisions` (DSG gating: a child of a
+  parent answered "no" fails whatever its own answer; outputs a judge never answered are
+  left out, or failed with ``unanswered="fail"``).
+* **Operator scores** (TRACE-Bench: "Decomposing and Diagnosing Multi-Reference Image
+  Generation", Sec. 3.5): the questions of one operator instance (same ``operator`` and
+  ``target``) give the instance's pass fraction; each instance weighs 1 in its operator's
+  score on an output; the case score (operator ``all``) is the mean over every instance of
+  the output.
+* Human scores per output are the mean of each annotator's own scores; a judge's are its
+  own; the ensemble ``ensemble (mean of VLM judges)`` averages the VLM judges' scores per
+  output and operator where at least two scored it ("The ensemble averages the four VLM
+  judges", TRACE-Bench Table 7).
+* ``operators.csv``: per judge and operator, Pearson, Spearman (with cluster-bootstrap
+  intervals over outputs, :func:`annotation.stats.correlation.correlations`) and MAE
+  between judge and human scores over the outputs both scored.
+* ``trace_table.csv`` (TRACE-Bench Table 7): per judge and the ensemble, Pearson,
+  Spearman and MAE between the judge's and the humans' operator scores and Agreement on
+  individual checklist decisions. The paper correlates operator scores, so the first unit
+  pools (output, operator) pairs (``unit = "output x operator"``; intervals resample
+  outputs, all of an output's operators together); the case score is offered as a second
+  unit (``unit = "case"``). Beside them, the human baseline ``human (leave-one-out)``: each
+  annotator's scores against the mean of the other annotators', and each annotator's
+  decisions against the majority of the others.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from annotation.results.checklist import (
+    ENSEMBLE as MAJORITY_ENSEMBLE,
+)
+from annotation.results.checklist import (
+    HUMAN_LOO,
+    HUMAN_MAJORITY,
+    LOO_MAJORITY,
+    StudyDecisions,
+    study_decisions,
+)
+from annotation.results.decisions import Unanswered, decisions
+from annotation.results.study import StudyData
+from annotation.stats.correlation import correlations, reported_plcc_interval
+
+ALL = "all"
+ENSEMBLE = "ensemble (mean of VLM judges)"
+COLUMNS = ["judge", "operator", "n_items", "pearson", "spearman", "mae",
+           # added in the statistical-truth release (see docs/report.md)
+           "pearson_lo", "pearson_hi", "spearman_lo", "spearman_hi", "n_unanswered",
+           "n_boot", "note"]
+TRACE_COLUMNS = ["judge", "unit", "n_items", "n_pairs", "pearson", "pearson_lo", "pearson_hi",
+                 "spearman", "spearman_lo", "spearman_hi", "mae", "n_decisions", "agreement",
+                 "agreement_lo", "agreement_hi", "agreement_wilson_lo", "agreement_wilson_hi",
+                 "n_boot", "note"]
+UNITS = ("output x operator", "case")
+
+
+def passes(answers: pd.DataFrame, questions: pd.DataFrame, who: str) -> pd.DataFrame:
+    """Per (who, output, question) with a decision: ``passed`` in {1.0, 0.0}, gated
+    children included (:func:`annotation.results.decisions.decisions`)."""
+    scored = decisions(answers, questions, who)
+    scored = scored[scored.passed.notna()]
+    return scored[[who, "output_id", "question_id", "passed"]].reset_index(drop=True)
+
+
+def operator_scores(passed: pd.DataFrame, questions: pd.DataFrame, who: str) -> pd.DataFrame:
+    """Per (who, output, operator) the TRACE operator score, plus operator ``all``."""
+    if passed.empty:
+        return pd.DataFrame(columns=[who, "output_id", "operator", "score"])
+    q = questions.set_index("question_id")[["operator", "target"]].fillna("")
+    merged = passed.join(q, on="question_id")
+    merged["operator"] = merged["operator"].replace("", "(none)")
+    instances = merged.groupby([who, "output_id", "operator", "target"]).passed.mean()
+    per_operator = instances.groupby(level=[0, 1, 2]).mean().rename("score").reset_index()
+    case = instances.groupby(level=[0, 1]).mean().rename("score").reset_index()
+    case["operator"] = ALL
+    return pd.concat([per_operator, case[[who, "output_id", "operator", "score"]]],
+                     ignore_index=True)
+
+
+def _scores(d: StudyDecisions, study: StudyData) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-annotator scores, per-judge scores incl. the mean ensemble) by output and
+    operator, from the gated decisions."""
+    human = d.human[d.human.passed.notna()]
+    humans = operator_scores(human[["annotator", "output_id", "question_id", "passed"]],
+                             study.questions, "annotator")
+    judged = d.judges[(d.judges.judge != MAJORITY_ENSEMBLE) & d.judges.passed.notna()]
+    judges = operator_scores(judged[["judge", "output_id", "question_id", "passed"]],
+                             study.questions, "judge")
+    vlm = [str(n) for n, k in zip(study.judges.name, study.judges.kind, strict=True)
+           if k == "vlm"]
+    mine = judges[judges.judge.isin(vlm)]
+    if len(vlm) >= 2 and not mine.empty:
+        grouped = mine.groupby(["output_id", "operator"]).score.agg(["mean", "size"])
+        grouped = grouped[grouped["size"] >= 2].reset_index()
+        ensemble = pd.DataFrame({"judge": ENSEMBLE, "output_id": grouped.output_id,
+                                 "operator": grouped.operator, "score": grouped["mean"]})
+        judges = pd.concat([judges, ensemble], ignore_index=True)
+    return humans, judges
+
+
+def _judge_order(names: pd.Series) -> list[str]:
+    return sorted({str(n) for n in names}, key=lambda j: (j == ENSEMBLE, j))
+
+
+def operators_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
+                    unanswered: Unanswered = "omit",
+                    decided: StudyDecisions | None = None) -> pd.DataFrame:
+    """``operators.csv``: per judge and operator (see the module docstring)."""
+    d = decided or study_decisions(study, unanswered)
+    humans, judges = _scores(d, study)
+    human_mean = humans.groupby(["output_id", "operator"]).score.mean()
+    rows = []
+    for (judge, operator), js in judges.groupby(["judge", "operator"], sort=True):
+        scores = js.set_index("output_id").score
+        try:
+            ref = human_mean.xs(operator, level="operator")
+        except KeyError:
+            continue
+        common = scores.index.intersection(ref.index)
+        x, y = scores[common].to_numpy(float), ref[common].to_numpy(float)
+        stats = correlations(x, y, items=common.to_numpy(), n_boot=n_boot, seed=seed).iloc[0]
+        rows.append({
+            "judge": judge, "operator": operator, "n_items": len(common),
+            "pearson": stats.plcc, "spearman": stats.srcc,
+            "mae": float(np.mean(np.abs(x - y))) if len(common) else np.nan,
+            "pearson_lo": stats.plcc_boot_lo, "pearson_hi": stats.plcc_boot_hi,
+            "spearman_lo": stats.srcc_lo, "spearman_hi": stats.srcc_hi,
+            "n_unanswered": len(set(ref.index) - set(scores.index)),
+            "n_boot": int(stats.n_boot), "note": stats.note,
+        })
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    order = {j: i for i, j in enumerate(_judge_order(table.judge))}
+    return table.sort_values(["judge", "operator"], key=lambda c: c.map(order)
+                             if c.name == "judge" else c, kind="stable").reset_index(drop=True)
+
+
+def _units(scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {UNITS[0]: scores[scores.operator != ALL], UNITS[1]: scores[scores.operator == ALL]}
+
+
+def _trace_row(judge: str, unit: str, x: pd.Series, y: pd.Series, outputs: np.ndarray, *,
+               n_boot: int, seed: int) -> dict[str, object]:
+    stats = correlations(x.to_numpy(float), y.to_numpy(float), items=outputs, n_boot=n_boot,
+                         seed=seed).iloc[0]
+    lo, hi, _ = reported_plcc_interval(stats)
+    return {"judge": judge, "unit": unit, "n_items": int(stats.n_items), "n_pairs": int(stats.n),
+            "pearson": stats.plcc, "pearson_lo": lo, "pearson_hi": hi,
+            "spearman": stats.srcc, "spearman_lo": stats.srcc_lo,
+            "spearman_hi": stats.srcc_hi, "mae": stats.mae, "n_boot": int(stats.n_boot),
+            "note": stats.note}
+
+
+def trace_table(study: StudyData, checklist: pd.DataFrame, *, n_boot: int = 1000,
+                seed: int = 0, unanswered: Unanswered = "omit",
+                decided: StudyDecisions | None = None) -> pd.DataFrame:
+    """``trace_table.csv``: TRACE-Bench Table 7 (see the module docstring).
+
+    ``checklist``: the ``checklist.csv`` table of the same study, whose ``human
+    majority`` rows (group ``all``) give the judges' Agreement and whose ``leave-one-out
+    majority`` row of the human baseline gives the humans'. The mean ensemble's Agreement
+    is that of the majority of the VLM judges' decisions (ties left out), said in
+    ``note``.
+    """
+    d = decided or study_decisions(study, unanswered)
+    humans, judges = _scores(d, study)
+    rows: list[dict[str, object]] = []
+    human_mean = humans.groupby(["output_id", "operator"]).score.mean()
+    for judge in _judge_order(judges.judge):
+        mine = judges[judges.judge == judge].set_index(["output_id", "operator"]).score
+        for unit, part in _units(mine.reset_index()).items():
+            keys = pd.MultiIndex.from_frame(part[["output_id", "operator"]])
+            common = keys.intersection(human_mean.index)
+            rows.append(_trace_row(judge, unit, mine[common], human_mean[common],
+                                   common.get_level_values(0).to_numpy(), n_boot=n_boot,
+                                   seed=seed))
+    # the human baseline: each annotator against the mean of the others
+    total = humans.groupby(["output_id", "operator"]).score.agg(["sum", "count"])
+    loo = humans.join(total, on=["output_id", "operator"])
+    loo = loo[loo["count"] >= 2]
+    loo = loo.assign(others=(loo["sum"] - loo.score) / (loo["count"] - 1))
+    for unit, part in _units(loo).items():
+        if len(part):
+            rows.append(_trace_row(HUMAN_LOO, unit, part.score, part.others,
+                                   part.output_id.to_numpy(), n_boot=n_boot, seed=seed))
+    table = pd.DataFrame(rows, columns=TRACE_COLUMNS)
+    agree = checklist[(checklist.group == "all") & (
+        ((checklist.reference == HUMAN_MAJORITY) & (checklist.judge != HUMAN_LOO))
+        | ((checklist.judge == HUMAN_LOO) & (checklist.reference == LOO_MAJORITY)
+           & (checklist.paired_judge.fillna("") == "")))]
+    agree = agree.set_index(agree.judge.replace(MAJORITY_ENSEMBLE, ENSEMBLE))
+    for column in ("n_decisions", "agreement", "agreement_lo", "agreement_hi",
+                   "agreement_wilson_lo", "agreement_wilson_hi"):
+        table[column] = table.judge.map(agree[column]) if column in agree else np.nan
+    is_ensemble = table.judge == ENSEMBLE
+    table.loc[is_ensemble, "note"] = [
+        "; ".join(p for p in (n, "agreement: majority of the VLM judges' decisions") if p)
+        for n in table.loc[is_ensemble, "note"].fillna("")]
+    table["n_decisions"] = table["n_decisions"].astype("Int64")
+    return table

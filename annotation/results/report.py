@@ -1,0 +1,315 @@
+"""``judge-audit report``: every table of a judge-validation study, as CSV and one HTML page.
+
+Tables (file names and columns are a public interface: extend, never rename; every column
+is documented in ``docs/report.md``):
+
+* ``ratings.csv`` (:mod:`annotation.results.ratings`), ``checklist.csv``, ``leniency.csv``
+  and ``checklist_comparisons.csv`` (:mod:`annotation.results.checklist`),
+  ``operators.csv`` (:mod:`annotation.results.operators`), ``reliability.csv``
+  (:mod:`annotation.results.reliability`), ``vif_table.csv`` and ``trace_table.csv`` (the
+  seed papers' judge tables, :mod:`annotation.results.paper_tables`);
+* ``judge_comparisons.csv``: per criterion and pair of judges scored on the same outputs
+  against the same human means: both Pearson correlations, Williams' t for the difference
+  of two dependent correlations with a shared variable (Williams 1959; Steiger 1980, eq. 7)
+  with Benjamini-Hochberg and Benjamini-Yekutieli adjusted p-values across all rows, Zou's
+  (2007) interval for the difference, and a paired cluster bootstrap of the difference;
+* ``system_level.csv``: per criterion and judge, Kendall tau-b and pairwise accuracy of the
+  per-generator means against the humans' (:func:`annotation.stats.system.system_level`);
+* ``alt_test.csv`` and ``alt_test_annotators.csv`` (:mod:`annotation.results.alt_tests`): the
+  alternative annotator test (Calderon, Reichart & Dror, ACL 2025) of each judge per
+  criterion (negative RMSE; on ranks for a judge on its own scale) and on the checklist
+  (accuracy), and its per-annotator rows;
+* ``bland_altman.csv`` (:mod:`annotation.results.judge_bias`): limits of agreement of each judge
+  with the human mean on the humans' scale;
+* ``annotators.csv`` (:mod:`annotation.results.annotators`): one row per annotator, to find the
+  annotator a study should not trust.
+
+Same seed, same numbers: every bootstrap is seeded from ``seed``.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from annotation.results.alt_tests import run_alt_tests
+from annotation.results.annotators import annotators_table
+from annotation.results.checklist import (
+    checklist_table,
+    leniency_table,
+    mcnemar_table,
+    study_decisions,
+)
+from annotation.results.decisions import UNANSWERED
+from annotation.results.export import FORMULA_STARTS as FORMULA_STARTS  # re-exported
+from annotation.results.export import neutralize_table as neutralize_table  # re-exported
+from annotation.results.export import write_csv
+from annotation.results.judge_bias import bland_altman_table
+from annotation.results.operators import operators_table
+from annotation.results.paper_tables import trace_table, vif_table
+from annotation.results.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
+from annotation.results.reliability import reliability_table
+from annotation.results.study import StudyData
+from annotation.stats.comparison import adjust_pvalues, paired_bootstrap_diff, williams_t, zou_ci
+from annotation.stats.system import system_level
+
+TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons",
+          "checklist_comparisons", "system_level", "alt_test",
+          # added in the statistical-truth release
+          "vif_table", "trace_table", "leniency", "bland_altman", "annotators",
+          "alt_test_annotators")
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What ``judge-audit report`` computes: bootstrap resamples and seed, ``--by`` groups,
+    the alt-test margin, ``--pair checklist:<criterion>`` rows, and what a question a
+    judge never answered counts as (``unanswered``: ``omit`` = left out and counted,
+    ``fail`` = failed, the DSG authors' convention; :mod:`annotation.results.decisions`)."""
+
+    n_boot: int = 1000
+    seed: int = 0
+    by: str | None = None
+    epsilon: float = 0.2
+    pair: tuple[str, ...] = ()  # "checklist:<criterion>": pass rate vs a human rating
+    unanswered: str = "omit"
+
+    def __post_init__(self) -> None:
+        if self.unanswered not in UNANSWERED:
+            raise ValueError(f"unanswered must be one of {UNANSWERED}, got "
+                             f"{self.unanswered!r}")
+
+
+def _judge_wide(study: StudyData, criterion: str) -> tuple[pd.DataFrame, pd.Series]:
+    """Judges' scores (outputs x judges) and the human mean for one criterion."""
+    criteria = list(study.criteria.name)
+    humans = with_average(study.human_scores, "annotator", criteria)
+    judges = with_average(study.judge_scores, "judge", criteria)
+    human = humans[humans.criterion == criterion].groupby("output_id").score.mean()
+    wide = judges[judges.criterion == criterion].pivot_table(index="output_id", columns="judge",
+                                                             values="score")
+    return wide, human
+
+
+def judge_comparisons(study: StudyData, options: ReportOptions) -> pd.DataFrame:
+    """Pairs of judges against the same human means (see the module docstring)."""
+    rows = []
+    for criterion in [*study.criteria.name, AVERAGE]:
+        wide, human = _judge_wide(study, criterion)
+        for a, b in itertools.combinations(sorted(wide.columns), 2):
+            frame = pd.concat([wide[a], wide[b], human.rename("human")], axis=1).dropna()
+            n = len(frame)
+            if n < 4 or frame.std().eq(0).any():
+                continue
+            r = frame.corr()
+            r_a, r_b, r_ab = r.loc[a, "human"], r.loc[b, "human"], r.loc[a, b]
+            test = williams_t(r_a, r_b, r_ab, n)
+            zou = zou_ci(r12=r_a, r13=r_b, r23=r_ab, n=n)
+            boot = paired_bootstrap_diff(frame[a], frame[b], frame["human"],
+                                         items=frame.index.to_numpy(), n_boot=options.n_boot,
+                                         seed=options.seed)
+            rows.append({
+                "criterion": criterion, "judge_a": a, "judge_b": b, "n_items": n,
+                "r_a": r_a, "r_b": r_b, "r_ab": r_ab, "diff": r_a - r_b,
+                "williams_t": test.statistic, "df": test.df, "p": test.p,
+                "zou_lo": zou.lo, "zou_hi": zou.hi,
+                "boot_lo": boot.lo, "boot_hi": boot.hi, "boot_p": boot.p,
+            })
+    table = pd.DataFrame(rows, columns=["criterion", "judge_a", "judge_b", "n_items", "r_a",
+                                        "r_b", "r_ab", "diff", "williams_t", "df", "p",
+                                        "zou_lo", "zou_hi", "boot_lo", "boot_hi", "boot_p"])
+    if not table.empty:
+        table["p_bh"] = adjust_pvalues(table.p.to_numpy(), "bh")
+        table["p_by"] = adjust_pvalues(table.p.to_numpy(), "by")
+    return table
+
+
+def system_table(study: StudyData, options: ReportOptions) -> pd.DataFrame:
+    """Per criterion and judge: ranking of generators by judge vs by humans."""
+    generators = study.outputs.set_index("output_id").generator
+    rows = []
+    for criterion in [*study.criteria.name, AVERAGE]:
+        wide, human = _judge_wide(study, criterion)
+        if wide.empty or human.empty:
+            continue
+        frame = wide.join(human.rename("__human__"), how="inner")
+        frame["__system__"] = generators.reindex(frame.index).to_numpy()
+        if frame["__system__"].nunique() < 2:
+            continue
+        table = system_level(frame.reset_index(), system_col="__system__",
+                             judge_col=list(wide.columns), human_col="__human__",
+                             item_col="output_id", n_boot=options.n_boot, seed=options.seed)
+        rows.append(table.assign(criterion=criterion))
+    if not rows:
+        return pd.DataFrame(columns=["criterion", "judge", "n_systems", "kendall"])
+    out = pd.concat(rows, ignore_index=True)
+    return out[["criterion", *[c for c in out.columns if c != "criterion"]]]
+
+
+def _ratings(study: StudyData, options: ReportOptions) -> pd.DataFrame:
+    table = ratings_table(study, n_boot=options.n_boot, seed=options.seed, by=options.by)
+    criteria = []
+    for spec in options.pair:
+        kind, _, criterion = spec.partition(":")
+        if kind != "checklist" or not criterion:
+            raise KeyError(f"--pair {spec}: expected checklist:<criterion>")
+        criteria.append(criterion)
+    if criteria:
+        extra = pass_rate_rows(study, criteria, n_boot=options.n_boot, seed=options.seed,
+                               unanswered=options.unanswered)  # type: ignore[arg-type]
+        table = pd.concat([table, extra], ignore_index=True)
+    return table
+
+
+def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
+                 progress: Callable[[str], object] | None = None) -> dict[str, pd.DataFrame]:
+    """Every table of the report, by name (:data:`TABLES`). The checklist decisions are
+    scored once (:func:`annotation.results.checklist.study_decisions`) for every table
+    that reads them."""
+    boot = {"n_boot": options.n_boot, "seed": options.seed}
+    unanswered = options.unanswered
+    decided = study_decisions(study, unanswered)  # type: ignore[arg-type]
+    tables: dict[str, pd.DataFrame] = {}
+    alt: dict[str, pd.DataFrame] = {}
+
+    def alt_tests() -> pd.DataFrame:
+        run = run_alt_tests(study, epsilon=options.epsilon,
+                            unanswered=unanswered)  # type: ignore[arg-type]
+        alt["annotators"] = run.annotators
+        return run.summary
+
+    steps: dict[str, Callable[[], pd.DataFrame]] = {
+        "ratings": lambda: _ratings(study, options),
+        "checklist": lambda: checklist_table(study, by=options.by, decided=decided, **boot),
+        "operators": lambda: operators_table(study, decided=decided, **boot),
+        "reliability": lambda: reliability_table(study, by=options.by, **boot),
+        "judge_comparisons": lambda: judge_comparisons(study, options),
+        "checklist_comparisons": lambda: mcnemar_table(study, decided=decided, **boot),
+        "system_level": lambda: system_table(study, options),
+        "alt_test": alt_tests,
+        "vif_table": lambda: vif_table(tables["ratings"]),
+        "trace_table": lambda: trace_table(study, tables["checklist"], decided=decided,
+                                           **boot),
+        "leniency": lambda: leniency_table(study, by=options.by, decided=decided),
+        "bland_altman": lambda: bland_altman_table(study),
+        "annotators": lambda: annotators_table(study),
+        "alt_test_annotators": lambda: alt["annotators"],
+    }
+    for name, step in steps.items():
+        if progress:
+            progress(name)
+        tables[name] = step()
+    return tables
+
+
+def write_csvs(tables: dict[str, pd.DataFrame], out: Path,
+               texts: dict[str, str] | None = None) -> list[Path]:
+    """Write ``texts`` (``{file name: content}``, e.g. a JSONL export) and ``<name>.csv`` for
+    every table, neutralized against formula injection (:func:`annotation.results.export`)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in (texts or {}).items():
+        path = out / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    for name, table in tables.items():
+        path = out / f"{name}.csv"
+        write_csv(table, path)
+        written.append(path)
+    return written
+
+
+def write_report(tables: dict[str, pd.DataFrame], out: Path, *, title: str,
+                 study: StudyData | None = None) -> list[Path]:
+    """Write ``<name>.csv`` for every table and a standalone ``report.html`` (with the
+    Bland-Altman plots when ``study`` is given)."""
+    written = write_csvs(tables, out)
+    path = out / "report.html"
+    extra = bland_altman_figures(study) if study is not None else []
+    path.write_text(report_html(tables, title=title, extra_figures=extra), encoding="utf-8")
+    written.append(path)
+    return written
+
+
+def bland_altman_figures(study: StudyData) -> list[tuple[str, object]]:
+    """A Bland-Altman plot per judge on the humans' scale, for the criteria ``average``
+    (or the only criterion), as report.html shows them."""
+    from annotation.results.judge_bias import bland_altman_figure, bland_altman_pairs
+
+    pairs = bland_altman_pairs(study)
+    if pairs.empty:
+        return []
+    criterion = AVERAGE if AVERAGE in set(pairs.criterion) else str(pairs.criterion.iloc[0])
+    out = []
+    for judge in dict.fromkeys(pairs.judge[pairs.criterion == criterion]):
+        fig = bland_altman_figure(pairs, str(judge), criterion)
+        if fig is not None:
+            out.append((f"Bland-Altman: {judge} against the human mean ({criterion}): "
+                        "difference by mean, limits of agreement with 95% intervals", fig))
+    return out
+
+
+def _html_table(table: pd.DataFrame) -> str:
+    shown = table.copy()
+    for col in shown.select_dtypes(include=[np.floating]).columns:
+        shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{v:.4f}")
+    return shown.to_html(index=False, escape=True, na_rep="")
+
+
+def paper_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFrame]]:
+    """The seed papers' tables as report.html shows them first: VIF-Bench Table 7 (like for
+    like, then against the mean of all annotators) and TRACE-Bench Table 7 (both units),
+    each cell ``value [lo, hi]``."""
+    from annotation.results import analytics
+
+    out = []
+    vif = tables.get("vif_table")
+    if vif is not None and not vif.empty:
+        for reference, caption in (
+                ("leave-one-out mean", "VIF-Bench Table 7, like for like: judges and humans "
+                 "against the same leave-one-out means"),
+                ("human mean", "VIF-Bench Table 7 as the paper: judges against the mean of "
+                 "all annotators (flatters the judges beside a leave-one-out human)")):
+            view = analytics.vif_view(vif, reference=reference, ci=True)
+            out.append((caption, analytics.ci_text(view)))
+    trace = tables.get("trace_table")
+    if trace is not None and not trace.empty:
+        for unit in dict.fromkeys(trace.unit):
+            out.append((f"TRACE-Bench Table 7 (unit: {unit})",
+                        analytics.ci_text(analytics.trace_view(trace, unit=unit))))
+    return out
+
+
+def report_html(tables: dict[str, pd.DataFrame], *, title: str,
+                extra_figures: list[tuple[str, object]] | None = None) -> str:
+    """One self-contained page: the papers' tables, the figures (plotly, embedded) and
+    every table. Every text from the data is escaped (shown as text, never markup)."""
+    from annotation.results.figures import figures
+
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+             "</title><style>body{font-family:sans-serif;margin:2em;max-width:1400px}"
+             "table{border-collapse:collapse;font-size:12px;margin-bottom:2em}"
+             "td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}"
+             "th{background:#f4f4f4}</style></head><body>",
+             f"<h1>{html.escape(title)}</h1>"]
+    for caption, table in paper_sections(tables):
+        parts.append(f"<h2>{html.escape(caption)}</h2>")
+        parts.append(_html_table(table))
+    first = True
+    for caption, fig in [*figures(tables), *(extra_figures or [])]:
+        parts.append(f"<h2>{html.escape(caption)}</h2>")
+        parts.append(fig.to_html(full_html=False,  # type: ignore[attr-defined]
+                                 include_plotlyjs="inline" if first else False))
+        first = False
+    for name, table in tables.items():
+        parts.append(f"<h2>{html.escape(name)}.csv</h2>")
+        parts.append(_html_table(table))
+    parts.append("</body></html>")
+    return "\n".join(parts)

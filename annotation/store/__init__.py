@@ -1,0 +1,660 @@
+"""The project store: one SQLite file per project, opened through sqlite-utils.
+
+This is the only module that speaks SQL. Everything else hands it validated records
+(:mod:`annotation.records`) to write, and asks it for records or DataFrames.
+
+* WAL journal, ``synchronous=FULL`` (an acknowledged answer survives a crash of the
+  process and of the machine), foreign keys on, a busy timeout so concurrent annotators
+  wait for each other instead of failing.
+* The schema is migrated forward on open (:mod:`annotation.store.schema`).
+* Image bytes live beside the database in ``<name>_media/<sha[:2]>/<sha>.<ext>``,
+  content-addressed, so a bundle folder may be moved or deleted after its import.
+* Annotations are append-only: :meth:`Store.record_annotation` writes a new row that
+  supersedes the current one; triggers refuse UPDATE and DELETE on that table.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlite_utils
+
+from annotation.accounts import sessions
+from annotation.formats.images import EXTENSIONS
+from annotation.records import (
+    Annotation,
+    Criterion,
+    ImageFile,
+    Judge,
+    Judgment,
+    Output,
+    ProjectData,
+    Question,
+    Task,
+    TaskImage,
+)
+from annotation.store import schema
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def now_iso() -> str:
+    """The current time in UTC, ISO 8601 with microseconds (sorts as text)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON for meta columns: sorted keys, UTF-8 kept."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def append_audit(conn: sqlite3.Connection, *, actor: str | None, action: str,
+                 subject: str | None, detail: dict[str, Any] | None = None,
+                 at: str | None = None) -> None:
+    """Append one event to the append-only ``audit_log``, inside the caller's transaction
+    (accounts, sign-ins, submissions, flags, workflow settings)."""
+    conn.execute(
+        "INSERT INTO audit_log (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)",
+        [at or now_iso(), actor, action, subject, dumps(detail or {})],
+    )
+
+
+def process_user() -> str:
+    """Who runs this process, for records whose caller named nobody: ``os:<login name>``."""
+    try:
+        return f"os:{getpass.getuser()}"
+    except Exception:  # no login name in the environment
+        return "os"
+
+
+def _create_private_file(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 if it does not exist (an existing file is left
+    as it is): the CLI has no sign-in, so whoever can read the file owns the project."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, 0o600)  # exactly 0600, whatever the umask
+    finally:
+        os.close(fd)
+
+
+def _create_private_dir(path: Path) -> None:
+    """Create the folder ``path`` with mode 0700 if it does not exist (else leave it)."""
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        return
+    path.chmod(0o700)
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer judge-audit."""
+
+
+@dataclass
+class SessionGuard:
+    """Who a store writes for: ``token()`` gives the acting session's token (read afresh
+    at every write: in the app, the cookie of the browser connection that asked), and
+    ``on_refused`` is told when :meth:`Store.transaction` refuses a write."""
+
+    token: Callable[[], str | None]
+    on_refused: Callable[[sessions.SignedOut], None] = lambda exc: None
+
+
+class Store:
+    """A judge-audit project database. Use :meth:`open`; close with :meth:`close`."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection):
+        self.path = path
+        self.conn = conn
+        self.db = sqlite_utils.Database(conn)
+        #: set by the app: every transaction then checks the acting session
+        self.guard: SessionGuard | None = None
+
+    # ----------------------------------------------------------------- opening
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, migrate: bool = True) -> Store:
+        """Open (creating if needed) the project database at ``path`` and migrate it.
+
+        A database created here is readable by its owner only (0600; SQLite gives its
+        ``-wal`` and ``-shm`` files the same mode); an existing file keeps its mode.
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _create_private_file(path)
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        store = cls(path, conn)
+        if migrate:
+            store.migrate()
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def media_dir(self) -> Path:
+        return self.path.with_name(self.path.stem + "_media")
+
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self) -> int:
+        """Apply the migrations this file has not seen yet; return the new version."""
+        with self.transaction(public=True):
+            version = self.schema_version()
+            if version > schema.SCHEMA_VERSION:
+                raise SchemaTooNew(
+                    f"{self.path}: schema version {version} is newer than this judge-audit "
+                    f"({schema.SCHEMA_VERSION}); upgrade judge-audit"
+                )
+            for number in range(version, schema.SCHEMA_VERSION):
+                for statement in _split_sql(schema.MIGRATIONS[number]):
+                    self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version = {number + 1}")
+        return self.schema_version()
+
+    @contextmanager
+    def transaction(self, *, user: str | None = None, role: str | None = None,
+                    public: bool = False) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception.
+
+        The one check of every human write: when the store acts for a signed-in person
+        (:attr:`guard` set, as the app does), the transaction first verifies, inside
+        ``BEGIN IMMEDIATE``, that the acting session is live (not revoked, not expired),
+        its account enabled with the role it began with, ``role`` (if given) that role,
+        and ``user`` (if given: whose name the write is made under) the session's own.
+        Otherwise :class:`annotation.accounts.sessions.SignedOut` is raised and nothing is
+        written; the guard's ``on_refused`` is told (the app signs out and reruns).
+        ``public``: writes made before anyone is signed in (sign-in attempts and their
+        audit rows, starting and ending a session, migrations). Without a guard (the
+        command line, which has no sign-in: whoever can write the file owns it) nothing
+        is checked.
+        """
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self.guard is not None and not public:
+                sessions.check(self.conn, self.guard.token(), user=user, role=role)
+            yield self.conn
+        except BaseException as exc:
+            self.conn.execute("ROLLBACK")
+            if isinstance(exc, sessions.SignedOut) and self.guard is not None:
+                self.guard.on_refused(exc)
+            raise
+        self.conn.execute("COMMIT")
+
+    # ----------------------------------------------------------------- reading
+    TABLES = (
+        "tasks",
+        "images",
+        "questions",
+        "criteria",
+        "judges",
+        "outputs",
+        "judgments",
+        "annotators",
+        "annotations",
+        "files",
+        "imports",
+    )
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table, plus ``missing_outputs`` and ``current_annotations``."""
+        out = {t: self.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in self.TABLES}
+        out["missing_outputs"] = self.conn.execute(
+            "SELECT count(*) FROM outputs WHERE missing = 1"
+        ).fetchone()[0]
+        out["current_annotations"] = self.conn.execute(
+            "SELECT count(*) FROM current_annotations"
+        ).fetchone()[0]
+        return out
+
+    def project_info(self) -> dict[str, Any]:
+        return {k: v for k, v in self.conn.execute("SELECT key, value FROM project")}
+
+    def query_df(self, sql: str, params: Iterable[Any] = ()) -> pd.DataFrame:
+        """Run a read-only query and return a DataFrame (for the storage-layer modules)."""
+        return pd.read_sql_query(sql, self.conn, params=list(params))
+
+    def import_log(self) -> pd.DataFrame:
+        df = self.query_df("SELECT * FROM imports ORDER BY import_id")
+        df["counts"] = df["counts"].map(json.loads)
+        df["warnings"] = df["warnings"].map(json.loads)
+        return df
+
+    def tasks_df(self) -> pd.DataFrame:
+        return self.query_df(
+            "SELECT task_id, instruction, checklist_id, meta FROM tasks ORDER BY rowid")
+
+    def images_df(self, task_id: str | None = None) -> pd.DataFrame:
+        sql = (
+            "SELECT i.task_id, i.idx, i.role, i.kind, i.label, i.path, i.sha256, i.meta,"
+            " f.format, f.width, f.height FROM images i JOIN files f USING (sha256)"
+        )
+        if task_id is None:
+            return self.query_df(sql + " ORDER BY i.task_id, i.idx")
+        return self.query_df(sql + " WHERE i.task_id = ? ORDER BY i.idx", [task_id])
+
+    def questions_df(self) -> pd.DataFrame:
+        return self.query_df("SELECT * FROM questions ORDER BY checklist_id, position")
+
+    def criteria_df(self) -> pd.DataFrame:
+        return self.query_df("SELECT * FROM criteria ORDER BY position")
+
+    def judges_df(self) -> pd.DataFrame:
+        return self.query_df("SELECT * FROM judges ORDER BY name")
+
+    def outputs_df(self) -> pd.DataFrame:
+        return self.query_df("SELECT * FROM outputs ORDER BY rowid")
+
+    def judgments_df(self) -> pd.DataFrame:
+        return self.query_df(
+            "SELECT judge, output_id, question_id, criterion, answer, score, raw, parse_status"
+            " FROM judgments ORDER BY judgment_id"
+        )
+
+    def item_times_df(self) -> pd.DataFrame:
+        """Active seconds per (annotator, output), summed over visits (``item_time``)."""
+        return self.query_df(
+            "SELECT annotator, output_id, SUM(active_seconds) AS active_seconds"
+            " FROM item_time GROUP BY annotator, output_id ORDER BY annotator, output_id")
+
+    def annotations_df(self, *, history: bool = False) -> pd.DataFrame:
+        """Current human answers, or with ``history=True`` every row ever written."""
+        table = "annotations" if history else "current_annotations"
+        return self.query_df(f"SELECT * FROM {table} ORDER BY annotation_id")
+
+    def media_path(self, sha256: str, fmt: str) -> Path:
+        return self.media_dir / sha256[:2] / f"{sha256}.{EXTENSIONS.get(fmt, 'bin')}"
+
+    def file_path(self, sha256: str) -> Path:
+        """Where the bytes of a stored image are."""
+        row = self.conn.execute("SELECT format FROM files WHERE sha256 = ?", [sha256]).fetchone()
+        if row is None:
+            raise KeyError(sha256)
+        return self.media_path(sha256, row[0])
+
+    # -------------------------------------------------------- existing content
+    def existing_rows(self, project: ProjectData) -> dict[str, dict[Any, dict[str, Any]]]:
+        """The rows already stored under the keys ``project`` brings, as row dicts.
+
+        Used by :func:`annotation.formats.validate.check_project` to accept identical re-imports
+        and refuse conflicting ones.
+        """
+        def fetch(table: str, key_cols: tuple[str, ...], keys: set[Any]) -> dict:
+            if not keys:
+                return {}
+            cols = ", ".join(key_cols)
+            rows = {}
+            for row in self.db.query(f"SELECT * FROM {table}"):
+                k = tuple(row[c] for c in key_cols) if len(key_cols) > 1 else row[cols]
+                if k in keys:
+                    rows[k] = row
+            return rows
+
+        existing: dict[str, dict[Any, dict[str, Any]]] = {
+            "tasks": fetch("tasks", ("task_id",), {t.task_id for t in project.tasks}),
+            "questions": fetch(
+                "questions", ("question_id",), {q.question_id for q in project.questions}
+            ),
+            "criteria": fetch("criteria", ("name",), {c.name for c in project.criteria}),
+            "judges": fetch("judges", ("name",), {j.name for j in project.judges}),
+            "outputs": fetch("outputs", ("output_id",), {o.output_id for o in project.outputs}),
+        }
+        existing["images"] = {}
+        task_ids = {t.task_id for t in project.tasks}
+        if task_ids:
+            for row in self.db.query("SELECT * FROM images"):
+                if row["task_id"] in task_ids:
+                    existing["images"][(row["task_id"], row["idx"])] = row
+        existing["judgments"] = {}
+        if project.judgments and self.conn.execute("SELECT 1 FROM judgments LIMIT 1").fetchone():
+            for row in self.db.query("SELECT * FROM judgments"):
+                key = (row["judge"], row["output_id"], row["question_id"], row["criterion"])
+                existing["judgments"][key] = row
+        existing["annotations"] = {}
+        any_annotation = self.conn.execute("SELECT 1 FROM annotations LIMIT 1").fetchone()
+        if project.annotations and any_annotation:
+            for row in self.db.query("SELECT * FROM annotations ORDER BY annotation_id"):
+                key = (row["annotator"], row["output_id"], row["question_id"], row["criterion"])
+                existing["annotations"].setdefault(key, []).append(row)
+        # ids that may be referenced without being re-imported
+        existing["all_output_ids"] = {
+            r[0]: r[1] for r in self.conn.execute("SELECT output_id, task_id FROM outputs")
+        }
+        existing["all_questions"] = {
+            r[0]: r[1] for r in self.conn.execute("SELECT question_id, checklist_id FROM questions")
+        }
+        existing["all_criteria"] = {
+            r["name"]: r for r in self.db.query("SELECT * FROM criteria")
+        }
+        existing["all_judges"] = {r["name"]: r for r in self.db.query("SELECT * FROM judges")}
+        existing["task_checklists"] = {
+            r[0]: r[1] for r in self.conn.execute("SELECT task_id, checklist_id FROM tasks")
+        }
+        return existing
+
+    # ----------------------------------------------------------------- writing
+    def write(self, project: ProjectData, *, user: str | None = None) -> int:
+        """Write a validated import in one transaction; return its ``import_id``.
+
+        ``project`` must have passed :func:`annotation.formats.validate.check_project` against this
+        store (which drops rows already stored identically). Image bytes are copied into
+        the media folder first: a file there without a row is harmless, a row without its
+        file is not. ``user`` (who imports) defaults to :func:`process_user`, so the import
+        log always says who.
+        """
+        self._copy_media(project)
+        started = now_iso()
+        # from the app: an admin's live session, importing under their own name
+        with self.transaction(user=user, role="admin") as conn:
+            cur = conn.execute(
+                "INSERT INTO imports (source, format, started_at, counts, warnings, user)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    project.source,
+                    project.format,
+                    started,
+                    dumps(project.counts()),
+                    dumps([str(w) for w in project.warnings]),
+                    user or process_user(),
+                ],
+            )
+            import_id = int(cur.lastrowid or 0)
+            self._write_rows(conn, project, import_id)
+            conn.execute(
+                "UPDATE imports SET finished_at = ? WHERE import_id = ?", [now_iso(), import_id]
+            )
+        return import_id
+
+    def _copy_media(self, project: ProjectData) -> None:
+        files: dict[str, ImageFile] = {}
+        for image in project.images:
+            files[image.file.sha256] = image.file
+        for output in project.outputs:
+            if output.file is not None:
+                files[output.file.sha256] = output.file
+        for f in files.values():
+            target = self.media_path(f.sha256, f.format)
+            if target.exists() and target.stat().st_size == f.size_bytes:
+                continue
+            _create_private_dir(self.media_dir)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(target.suffix + ".part")
+            shutil.copyfile(f.source, tmp)
+            os.replace(tmp, target)
+
+    def _write_rows(self, conn: sqlite3.Connection, p: ProjectData, import_id: int) -> None:
+        info = self.project_info()
+        settings = {"name": p.name, "benchmark": p.benchmark}
+        if p.guidelines is not None:
+            settings["guidelines"] = p.guidelines
+        if p.meta:
+            settings["meta"] = dumps(p.meta)
+        for key, value in settings.items():
+            if key not in info or key in ("guidelines", "meta"):
+                conn.execute(
+                    "INSERT INTO project (key, value) VALUES (?, ?)"
+                    " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    [key, value],
+                )
+        files = {}
+        for image in p.images:
+            files[image.file.sha256] = image.file
+        for output in p.outputs:
+            if output.file is not None:
+                files[output.file.sha256] = output.file
+        conn.executemany(
+            "INSERT OR IGNORE INTO files (sha256, format, width, height, size_bytes)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [(f.sha256, f.format, f.width, f.height, f.size_bytes) for f in files.values()],
+        )
+        position = conn.execute("SELECT IFNULL(MAX(position) + 1, 0) FROM criteria").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO criteria (name, label, min, max, step, level, rubric, position)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (c.name, c.label, c.min, c.max, c.step, c.level, c.rubric, position + i)
+                for i, c in enumerate(p.criteria)
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO judges (name, kind, scale_min, scale_max) VALUES (?, ?, ?, ?)",
+            [
+                (j.name, j.kind, *(j.scale if j.scale else (None, None)))
+                for j in p.judges
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO tasks (task_id, instruction, checklist_id, meta, import_id)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [(t.task_id, t.instruction, t.checklist_id, dumps(t.meta), import_id) for t in p.tasks],
+        )
+        conn.executemany(
+            "INSERT INTO images (task_id, idx, role, kind, label, path, sha256, meta)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (i.task_id, i.index, i.role, i.kind, i.label, i.path, i.file.sha256, dumps(i.meta))
+                for i in p.images
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO questions (question_id, checklist_id, position, text, pass_answer,"
+            " operator, target, depends_on, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    q.question_id, q.checklist_id, q.position, q.text, q.pass_answer,
+                    q.operator, q.target, dumps(q.depends_on), dumps(q.meta),
+                )
+                for q in p.questions
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO outputs (output_id, task_id, generator, path, sha256, missing, meta,"
+            " import_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    o.output_id, o.task_id, o.generator, o.path,
+                    o.file.sha256 if o.file else None, int(o.missing), dumps(o.meta), import_id,
+                )
+                for o in p.outputs
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO judgments (judge, output_id, question_id, criterion, answer, score, raw,"
+            " parse_status, import_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    j.judge, j.output_id, j.question_id, j.criterion, j.answer, j.score, j.raw,
+                    j.parse_status, import_id,
+                )
+                for j in p.judgments
+            ],
+        )
+        if p.annotations:
+            self._write_annotations(conn, p.annotations, import_id)
+
+    def _write_annotations(
+        self, conn: sqlite3.Connection, annotations: list[Annotation], import_id: int
+    ) -> None:
+        stamp = now_iso()
+        names = sorted({a.annotator for a in annotations})
+        conn.executemany(
+            "INSERT OR IGNORE INTO annotators (name, created_at) VALUES (?, ?)",
+            [(n, stamp) for n in names],
+        )
+        # history order: created_at, then file order (a stable sort keeps file order on ties)
+        ordered = sorted(annotations, key=lambda a: a.created_at or stamp)
+        for a in ordered:
+            created = a.created_at or stamp
+            self._append_annotation(conn, a, created, f"import:{import_id}", import_id)
+        # answers made elsewhere count as submitted items for the assignment rules
+        conn.executemany(
+            "INSERT OR IGNORE INTO submissions (annotator, output_id, submitted_at)"
+            " VALUES (?, ?, ?)",
+            sorted({(a.annotator, a.output_id, stamp) for a in annotations}))
+
+    def _append_annotation(
+        self,
+        conn: sqlite3.Connection,
+        a: Annotation,
+        created_at: str,
+        source: str,
+        import_id: int | None,
+    ) -> int:
+        current = conn.execute(
+            "SELECT annotation_id FROM current_annotations WHERE annotator = ? AND output_id = ?"
+            " AND IFNULL(question_id, '') = ? AND IFNULL(criterion, '') = ?",
+            [a.annotator, a.output_id, a.question_id or "", a.criterion or ""],
+        ).fetchone()
+        cur = conn.execute(
+            "INSERT INTO annotations (annotator, output_id, question_id, criterion, answer,"
+            " score, note, created_at, supersedes, source, import_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                a.annotator, a.output_id, a.question_id, a.criterion, a.answer, a.score, a.note,
+                created_at, current[0] if current else None, source, import_id,
+            ],
+        )
+        return int(cur.lastrowid or 0)
+
+    def record_annotation(
+        self,
+        a: Annotation,
+        *,
+        source: str = "app",
+        also: Iterable[tuple[str, list[Any]]] = (),
+    ) -> int:
+        """Append one human answer (superseding the current one); return its row id.
+
+        This is the path the annotation pages use. It runs in its own short
+        ``BEGIN IMMEDIATE`` transaction, so concurrent annotators serialize on the write
+        lock for milliseconds only. ``also``: further ``(sql, params)`` statements of the
+        workflow (reservation renewal, active time) committed in the same transaction.
+        """
+        with self.transaction(user=a.annotator) as conn:
+            annotation_id = self.append_annotation(conn, a, source=source)
+            for sql, params in also:
+                conn.execute(sql, params)
+            return annotation_id
+
+    def append_annotation(self, conn: sqlite3.Connection, a: Annotation, *,
+                          source: str = "app") -> int:
+        """Append one human answer inside the caller's transaction (superseding the
+        current one, registering the annotator); return its row id."""
+        conn.execute(
+            "INSERT OR IGNORE INTO annotators (name, created_at) VALUES (?, ?)",
+            [a.annotator, now_iso()],
+        )
+        return self._append_annotation(conn, a, a.created_at or now_iso(), source, None)
+
+    # ------------------------------------------------------------- exporting
+    def read_project(self) -> ProjectData:
+        """Everything in the store as records (image ``file.source`` = media path)."""
+        info = self.project_info()
+        files = {
+            r["sha256"]: ImageFile(
+                sha256=r["sha256"], width=r["width"], height=r["height"], format=r["format"],
+                size_bytes=r["size_bytes"], source=self.media_path(r["sha256"], r["format"]),
+            )
+            for r in self.db.query("SELECT * FROM files")
+        }
+        p = ProjectData(
+            name=info.get("name", ""),
+            benchmark=info.get("benchmark", ""),
+            source=str(self.path),
+            format="store",
+            guidelines=info.get("guidelines"),
+            meta=json.loads(info["meta"]) if info.get("meta") else {},
+        )
+        p.criteria = [
+            Criterion(r["name"], r["label"], r["min"], r["max"], r["step"], r["level"], r["rubric"])
+            for r in self.db.query("SELECT * FROM criteria ORDER BY position")
+        ]
+        p.judges = [
+            Judge(
+                r["name"], r["kind"],
+                (r["scale_min"], r["scale_max"]) if r["scale_min"] is not None else None,
+            )
+            for r in self.db.query("SELECT * FROM judges ORDER BY name")
+        ]
+        p.tasks = [
+            Task(r["task_id"], r["instruction"], r["checklist_id"], json.loads(r["meta"]))
+            for r in self.db.query("SELECT * FROM tasks ORDER BY rowid")
+        ]
+        p.images = [
+            TaskImage(
+                r["task_id"], r["idx"], r["role"], r["path"], files[r["sha256"]], r["kind"],
+                r["label"], json.loads(r["meta"]),
+            )
+            for r in self.db.query("SELECT * FROM images ORDER BY task_id, idx")
+        ]
+        p.questions = [
+            Question(
+                r["question_id"], r["checklist_id"], r["position"], r["text"], r["pass_answer"],
+                r["operator"], r["target"], json.loads(r["depends_on"]), json.loads(r["meta"]),
+            )
+            for r in self.db.query("SELECT * FROM questions ORDER BY checklist_id, position")
+        ]
+        p.outputs = [
+            Output(
+                r["output_id"], r["task_id"], r["generator"], r["path"],
+                files[r["sha256"]] if r["sha256"] else None, bool(r["missing"]),
+                json.loads(r["meta"]),
+            )
+            for r in self.db.query("SELECT * FROM outputs ORDER BY rowid")
+        ]
+        p.judgments = [
+            Judgment(
+                r["judge"], r["output_id"], r["question_id"], r["criterion"], r["answer"],
+                r["score"], r["raw"], r["parse_status"],
+            )
+            for r in self.db.query("SELECT * FROM judgments ORDER BY judgment_id")
+        ]
+        p.annotations = [
+            Annotation(
+                r["annotator"], r["output_id"], r["question_id"], r["criterion"], r["answer"],
+                r["score"], r["note"], r["created_at"],
+            )
+            for r in self.db.query("SELECT * FROM annotations ORDER BY annotation_id")
+        ]
+        return p
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements (``sqlite3.complete_statement`` aware)."""
+    statements, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--") and not buf.strip():
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            statements.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        statements.append(buf.strip())
+    return statements

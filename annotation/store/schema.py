@@ -1,0 +1,351 @@
+"""The SQLite schema of a judge-audit project, as forward migrations.
+
+``MIGRATIONS[i]`` takes a database from schema version ``i`` to ``i + 1``; the version is
+kept in ``PRAGMA user_version``. A migration is only ever appended, never edited, once it
+has landed: databases in the field were built by the old text.
+
+Tables (see ``docs/schema.md`` for every column):
+
+* ``project``: one row of key/value settings (name, benchmark, guidelines).
+* ``files``: image files by content hash; the bytes live in the media folder.
+* ``tasks``, ``images``: benchmark items and their input images in input order.
+* ``questions``: checklist questions, grouped in checklists shared by tasks.
+* ``criteria``, ``judges``, ``annotators``.
+* ``outputs``: one generated output per task and generator (or diagram node).
+* ``judgments``: judges' answers and scores, with raw text and parse status.
+* ``annotations``: human answers, **append-only**: a changed answer is a new row whose
+  ``supersedes`` names the row it replaces; ``current_annotations`` shows the live ones.
+* ``imports``: the import log.
+* ``users``, ``audit_log`` (append-only), and the annotation workflow: ``sample``,
+  ``reservations``, ``submissions``, ``item_time``, ``flags``.
+* Conflict-label verification (VIF-Bench): ``prelabel_readings`` (a verifier's reading of
+  a reference image's pre-labels) and ``conflict_verdicts`` (agree/disagree with the
+  automatic conflict label, and the verified label), both **append-only** with
+  ``supersedes`` like ``annotations``; ``verify_reservations``, ``verify_submissions`` and
+  ``verify_time`` for the verification workflow.
+* Diagnostic-tree review (TRACE-Bench): ``tree_reviews`` (append-only: per failing
+  operator instance of a root output, the node where the reviewer says the failure
+  originates, a reason, an optional box and a note), ``tree_reservations`` and
+  ``tree_submissions``.
+* Sign-in sessions: ``sessions`` (hashes of the cookie tokens, never the tokens; see
+  :mod:`annotation.accounts.sessions`).
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 0 -> 1: the foundation.
+    """
+    CREATE TABLE project (
+        key TEXT PRIMARY KEY,
+        value TEXT
+    );
+    CREATE TABLE imports (
+        import_id INTEGER PRIMARY KEY,
+        source TEXT NOT NULL,
+        format TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        counts TEXT NOT NULL DEFAULT '{}',
+        warnings TEXT NOT NULL DEFAULT '[]',
+        user TEXT
+    );
+    CREATE TABLE files (
+        sha256 TEXT PRIMARY KEY,
+        format TEXT NOT NULL,
+        width INTEGER NOT NULL,
+        height INTEGER NOT NULL,
+        size_bytes INTEGER NOT NULL
+    );
+    CREATE TABLE tasks (
+        task_id TEXT PRIMARY KEY,
+        instruction TEXT NOT NULL,
+        checklist_id TEXT NOT NULL,
+        meta TEXT NOT NULL DEFAULT '{}',
+        import_id INTEGER REFERENCES imports(import_id)
+    );
+    CREATE TABLE images (
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        idx INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('reference', 'visual_instruction')),
+        kind TEXT,
+        label TEXT,
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL REFERENCES files(sha256),
+        meta TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY (task_id, idx)
+    );
+    CREATE TABLE questions (
+        question_id TEXT PRIMARY KEY,
+        checklist_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        pass_answer TEXT NOT NULL CHECK (pass_answer IN ('yes', 'no')),
+        operator TEXT,
+        target TEXT,
+        depends_on TEXT NOT NULL DEFAULT '[]',
+        meta TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX questions_checklist ON questions(checklist_id, position);
+    CREATE TABLE criteria (
+        name TEXT PRIMARY KEY,
+        label TEXT NOT NULL,
+        min REAL NOT NULL,
+        max REAL NOT NULL,
+        step REAL,
+        level TEXT NOT NULL DEFAULT 'interval'
+            CHECK (level IN ('interval', 'ordinal', 'nominal')),
+        rubric TEXT,
+        position INTEGER NOT NULL,
+        CHECK (min < max)
+    );
+    CREATE TABLE judges (
+        name TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('vlm', 'metric')),
+        scale_min REAL,
+        scale_max REAL
+    );
+    CREATE TABLE outputs (
+        output_id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        generator TEXT NOT NULL,
+        path TEXT,
+        sha256 TEXT REFERENCES files(sha256),
+        missing INTEGER NOT NULL DEFAULT 0 CHECK (missing IN (0, 1)),
+        meta TEXT NOT NULL DEFAULT '{}',
+        import_id INTEGER REFERENCES imports(import_id),
+        CHECK (NOT (missing = 1 AND path IS NOT NULL))
+    );
+    CREATE INDEX outputs_task ON outputs(task_id, generator);
+    CREATE TABLE judgments (
+        judgment_id INTEGER PRIMARY KEY,
+        judge TEXT NOT NULL REFERENCES judges(name),
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        question_id TEXT REFERENCES questions(question_id),
+        criterion TEXT REFERENCES criteria(name),
+        answer TEXT CHECK (answer IN ('yes', 'no')),
+        score REAL,
+        raw TEXT,
+        parse_status TEXT NOT NULL DEFAULT 'ok' CHECK (parse_status IN ('ok', 'unparsed')),
+        import_id INTEGER REFERENCES imports(import_id),
+        CHECK ((question_id IS NULL) <> (criterion IS NULL))
+    );
+    CREATE UNIQUE INDEX judgments_key
+        ON judgments(judge, output_id, IFNULL(question_id, ''), IFNULL(criterion, ''));
+    CREATE TABLE annotators (
+        name TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE annotations (
+        annotation_id INTEGER PRIMARY KEY,
+        annotator TEXT NOT NULL REFERENCES annotators(name),
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        question_id TEXT REFERENCES questions(question_id),
+        criterion TEXT REFERENCES criteria(name),
+        answer TEXT CHECK (answer IN ('yes', 'no', 'cant_tell')),
+        score REAL,
+        note TEXT,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES annotations(annotation_id),
+        source TEXT NOT NULL DEFAULT 'app',
+        import_id INTEGER REFERENCES imports(import_id),
+        CHECK ((question_id IS NULL) <> (criterion IS NULL)),
+        CHECK (answer IS NOT NULL OR score IS NOT NULL)
+    );
+    CREATE INDEX annotations_item
+        ON annotations(output_id, annotator, IFNULL(question_id, ''), IFNULL(criterion, ''));
+    -- Append-only: the store never updates or deletes an annotation; neither may anyone else.
+    CREATE TRIGGER annotations_no_update BEFORE UPDATE ON annotations
+        BEGIN SELECT RAISE(ABORT, 'annotations are append-only'); END;
+    CREATE TRIGGER annotations_no_delete BEFORE DELETE ON annotations
+        BEGIN SELECT RAISE(ABORT, 'annotations are append-only'); END;
+    CREATE VIEW current_annotations AS
+        SELECT a.* FROM annotations a
+        WHERE NOT EXISTS (SELECT 1 FROM annotations b WHERE b.supersedes = a.annotation_id);
+    """,
+    # 1 -> 2: accounts, the annotation workflow (assignment, reservations, submissions,
+    # active time, flags) and an audit log.
+    """
+    CREATE TABLE users (
+        name TEXT PRIMARY KEY,
+        role TEXT NOT NULL CHECK (role IN ('annotator', 'admin')),
+        password_hash TEXT,
+        email TEXT,
+        disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE audit_log (
+        event_id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        actor TEXT,
+        action TEXT NOT NULL,
+        subject TEXT,
+        detail TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX audit_log_subject ON audit_log(subject, at);
+    CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    CREATE TABLE sample (
+        output_id TEXT PRIMARY KEY REFERENCES outputs(output_id)
+    );
+    CREATE TABLE reservations (
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        annotator TEXT NOT NULL,
+        reserved_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (output_id, annotator)
+    );
+    CREATE TABLE submissions (
+        annotator TEXT NOT NULL,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        submitted_at TEXT NOT NULL,
+        PRIMARY KEY (annotator, output_id)
+    );
+    CREATE TABLE item_time (
+        visit_id INTEGER PRIMARY KEY,
+        annotator TEXT NOT NULL,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        started_at TEXT NOT NULL,
+        active_seconds REAL NOT NULL DEFAULT 0
+    );
+    CREATE INDEX item_time_item ON item_time(annotator, output_id);
+    CREATE TABLE flags (
+        flag_id INTEGER PRIMARY KEY,
+        annotator TEXT NOT NULL,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        reason TEXT NOT NULL CHECK (reason IN ('broken_image', 'ambiguous_question', 'other')),
+        question_id TEXT REFERENCES questions(question_id),
+        note TEXT,
+        created_at TEXT NOT NULL
+    );
+    """,
+    # 2 -> 3: conflict-label verification (issue #5).
+    """
+    CREATE TABLE prelabel_readings (
+        reading_id INTEGER PRIMARY KEY,
+        verifier TEXT NOT NULL,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        image_idx INTEGER NOT NULL,
+        attribute TEXT NOT NULL CHECK (attribute IN ('yaw', 'yaw_reliable',
+            'light_distinctive', 'wind_responsive', 'pose_distinctive')),
+        value TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES prelabel_readings(reading_id),
+        source TEXT NOT NULL DEFAULT 'app',
+        FOREIGN KEY (task_id, image_idx) REFERENCES images(task_id, idx)
+    );
+    CREATE INDEX prelabel_readings_key
+        ON prelabel_readings(task_id, verifier, image_idx, attribute);
+    CREATE TRIGGER prelabel_readings_no_update BEFORE UPDATE ON prelabel_readings
+        BEGIN SELECT RAISE(ABORT, 'prelabel readings are append-only'); END;
+    CREATE TRIGGER prelabel_readings_no_delete BEFORE DELETE ON prelabel_readings
+        BEGIN SELECT RAISE(ABORT, 'prelabel readings are append-only'); END;
+    CREATE VIEW current_prelabel_readings AS
+        SELECT r.* FROM prelabel_readings r
+        WHERE NOT EXISTS (SELECT 1 FROM prelabel_readings s WHERE s.supersedes = r.reading_id);
+    CREATE TABLE conflict_verdicts (
+        verdict_id INTEGER PRIMARY KEY,
+        verifier TEXT NOT NULL,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        conflict TEXT NOT NULL CHECK (conflict IN ('orientation', 'light', 'wind', 'pose')),
+        automatic INTEGER CHECK (automatic IN (0, 1)),
+        agrees INTEGER CHECK (agrees IN (0, 1)),
+        label INTEGER NOT NULL CHECK (label IN (0, 1)),
+        note TEXT,
+        blind INTEGER NOT NULL CHECK (blind IN (0, 1)),
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES conflict_verdicts(verdict_id),
+        source TEXT NOT NULL DEFAULT 'app',
+        CHECK ((automatic IS NULL AND agrees IS NULL)
+               OR (automatic IS NOT NULL AND agrees = (label = automatic)))
+    );
+    CREATE INDEX conflict_verdicts_key ON conflict_verdicts(task_id, verifier, conflict);
+    CREATE TRIGGER conflict_verdicts_no_update BEFORE UPDATE ON conflict_verdicts
+        BEGIN SELECT RAISE(ABORT, 'conflict verdicts are append-only'); END;
+    CREATE TRIGGER conflict_verdicts_no_delete BEFORE DELETE ON conflict_verdicts
+        BEGIN SELECT RAISE(ABORT, 'conflict verdicts are append-only'); END;
+    CREATE VIEW current_conflict_verdicts AS
+        SELECT v.* FROM conflict_verdicts v
+        WHERE NOT EXISTS (SELECT 1 FROM conflict_verdicts w WHERE w.supersedes = v.verdict_id);
+    CREATE TABLE verify_reservations (
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        verifier TEXT NOT NULL,
+        reserved_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (task_id, verifier)
+    );
+    CREATE TABLE verify_submissions (
+        verifier TEXT NOT NULL,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        submitted_at TEXT NOT NULL,
+        PRIMARY KEY (verifier, task_id)
+    );
+    CREATE TABLE verify_time (
+        visit_id INTEGER PRIMARY KEY,
+        verifier TEXT NOT NULL,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        started_at TEXT NOT NULL,
+        active_seconds REAL NOT NULL DEFAULT 0
+    );
+    """,
+    # 3 -> 4: diagnostic-tree review (issue #6).
+    """
+    CREATE TABLE tree_reviews (
+        review_id INTEGER PRIMARY KEY,
+        reviewer TEXT NOT NULL,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        instance TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        reason TEXT CHECK (reason IN ('identity_inconsistency', 'attribute_mismatch',
+            'duplication', 'source_leakage', 'missing_carrier', 'other')),
+        box TEXT,
+        note TEXT,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES tree_reviews(review_id),
+        source TEXT NOT NULL DEFAULT 'app'
+    );
+    CREATE INDEX tree_reviews_key ON tree_reviews(output_id, reviewer, instance);
+    CREATE TRIGGER tree_reviews_no_update BEFORE UPDATE ON tree_reviews
+        BEGIN SELECT RAISE(ABORT, 'tree reviews are append-only'); END;
+    CREATE TRIGGER tree_reviews_no_delete BEFORE DELETE ON tree_reviews
+        BEGIN SELECT RAISE(ABORT, 'tree reviews are append-only'); END;
+    CREATE VIEW current_tree_reviews AS
+        SELECT r.* FROM tree_reviews r
+        WHERE NOT EXISTS (SELECT 1 FROM tree_reviews s WHERE s.supersedes = r.review_id);
+    CREATE TABLE tree_reservations (
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        reviewer TEXT NOT NULL,
+        reserved_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (output_id, reviewer)
+    );
+    CREATE TABLE tree_submissions (
+        reviewer TEXT NOT NULL,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        submitted_at TEXT NOT NULL,
+        PRIMARY KEY (reviewer, output_id)
+    );
+    """,
+    # 4 -> 5: signed-in sessions (issue #12): only hashes of the cookie tokens and of the
+    # one-time handoff codes are stored; revoked rows stay (when, whose) until pruned.
+    """
+    CREATE TABLE sessions (
+        session_id INTEGER PRIMARY KEY,
+        token_hash TEXT UNIQUE,
+        handoff_hash TEXT UNIQUE,
+        handoff_expires_at TEXT,
+        user TEXT NOT NULL REFERENCES users(name),
+        role TEXT NOT NULL CHECK (role IN ('annotator', 'admin')),
+        created_at TEXT NOT NULL,
+        last_seen TEXT NOT NULL,
+        revoked_at TEXT,
+        user_agent TEXT,
+        CHECK (token_hash IS NOT NULL OR handoff_hash IS NOT NULL OR revoked_at IS NOT NULL)
+    );
+    CREATE INDEX sessions_user ON sessions(user, revoked_at);
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

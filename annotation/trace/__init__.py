@@ -1,0 +1,1 @@
+"""TRACE-Bench's rules: formulas, decomposition, diagnostic trees, localization."""

@@ -1,0 +1,1 @@
+"""What only app.py and pages/ use: app state, widgets, image rendering, the server."""

@@ -1,0 +1,1 @@
+"""VIF-Bench's rules: conflict labels, VI readouts, VI drawings."""

@@ -1,0 +1,1 @@
+"""The human workflows: who sees which unit next, and what they answered."""
