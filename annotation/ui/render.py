@@ -93,8 +93,12 @@ if TYPE_CHECKING:
 
 _LOG = logging.getLogger(__name__)
 
-#: Sizes (longer side, px) the annotation page asks for.
+#: Sizes (longer side, px) the annotation page asks for: the reference strip, the output,
+#: the output enlarged.
 STRIP_SIZE, LARGE_SIZE, ENLARGE_SIZE = 256, 1024, 2048
+#: Sizes the verification page (an image of a conflict check) and the tree review page (a
+#: node's image) ask for.
+CHECK_SIZE, NODE_SIZE = 384, 512
 #: Cache folders under the media folder (re-encoded images; overlays).
 THUMBS_DIR = "served"
 OVERLAYS_DIR = "served-overlays"
