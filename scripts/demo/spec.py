@@ -277,6 +277,9 @@ class Q:
 
 @dataclass
 class TaskSpec:
+    """One demo task: its instruction, references, layout, formula, checklist, and the
+    flaws of each generator's output."""
+
     task_id: str
     instruction: str
     refs: list[tuple[str, str]]  # (kind of reference: subject name or "scene:x"/"sub:x", label)

@@ -116,14 +116,18 @@ UNPARSED = ("qwen3-vl", "demo-04", "gpt-image-1", "visual_quality")
 
 
 def clamp(v: float, lo: float = 1.0, hi: float = 10.0) -> float:
+    """``v`` kept on the 1-10 scale (or ``lo``..``hi``)."""
     return max(lo, min(hi, v))
 
 
 def kind_of(tag: str) -> str:
+    """The kind of a defect tag: ``residue`` of ``residue:cat``."""
     return tag.split(":", 1)[0]
 
 
 def true_scores(spec: TaskSpec, gen: str, rng: random.Random) -> dict[str, float]:
+    """The hidden true score per criterion of ``gen``'s output: the generator's base
+    quality with seeded noise, minus the penalties of the flaws drawn into it."""
     scores = {}
     for name in CRITERION_NAMES:
         v = BASE_QUALITY[gen] + rng.gauss(0.0, 0.5)
@@ -147,6 +151,8 @@ def perceived(
 
 
 def true_answer(q: Q, seen: set[str]) -> str:
+    """The answer to ``q`` of someone who noticed the flaws in ``seen``: the pass answer
+    unless one of them is a flaw the question fails on."""
     failed = any(t in seen for t in q.fails_on)
     if not failed:
         return q.pass_answer
