@@ -9,6 +9,7 @@ Field meanings are documented in ``docs/bundle-format.md``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,52 @@ class Problem:
         if self.field:
             return f"{where}: {self.field}: {self.message}"
         return f"{where}: {self.message}"
+
+
+#: the most errors one import reports (the readers stop costly work once this many are found)
+MAX_PROBLEMS = 20
+
+
+class Problems:
+    """The one collector of errors and warnings every reader uses (bundle, TIIF-Bench,
+    VIF-Bench, :func:`annotation.formats.validate.check_project`).
+
+    ``add`` records an error located by file, 1-based line (or None) and field; ``at`` the
+    same from a record's :data:`Origin`; ``warn`` a warning (the import still succeeds);
+    ``raise_if_any`` refuses the import with the first ``limit`` errors.
+    """
+
+    def __init__(self, limit: int = MAX_PROBLEMS) -> None:
+        """Start with no problems; ``limit`` errors make the collector :attr:`full`."""
+        self.errors: list[Problem] = []
+        self.warnings: list[Problem] = []
+        self.limit = limit
+
+    def add(self, file: str, line: int | None, field: str | None, message: str) -> None:
+        """Record one error."""
+        self.errors.append(Problem(file, line, field, message))
+
+    def at(self, origin: Origin, field: str | None, message: str) -> None:
+        """Record one error of the record that came from ``origin`` (``?``: no file)."""
+        self.add(origin[0] or "?", origin[1], field, message)
+
+    def warn(self, file: str, line: int | None, field: str | None, message: str) -> None:
+        """Record one warning."""
+        self.warnings.append(Problem(file, line, field, message))
+
+    def extend(self, problems: Iterable[Problem]) -> None:
+        """Record errors found elsewhere."""
+        self.errors.extend(problems)
+
+    @property
+    def full(self) -> bool:
+        """True once ``limit`` errors were found: time to stop costly work."""
+        return len(self.errors) >= self.limit
+
+    def raise_if_any(self) -> None:
+        """Raise :class:`ImportRefused` with the first ``limit`` errors, if there are any."""
+        if self.errors:
+            raise ImportRefused(self.errors[:self.limit])
 
 
 class NonFiniteNumber(ValueError):

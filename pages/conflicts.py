@@ -8,6 +8,7 @@ automatic decision with the rule that fired; then the verifier's verdict.
 
 import streamlit as st
 
+from annotation.ui import render
 from annotation.ui.app_state import open_store
 from annotation.ui.widget_keys import widget_key
 from annotation.ui.widgets import inert, require, show_image
@@ -76,7 +77,7 @@ if not revealed:
             "after that.", icon=":material/visibility_off:")
 
 
-def thumb(index: int, width: int = 384) -> None:
+def thumb(index: int, width: int = render.CHECK_SIZE) -> None:
     image = next(im for im in item.images if im.index == index)
     show_image(store, image.sha256, width, caption=inert(image.caption))
 

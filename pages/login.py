@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from annotation.accounts.auth import DEMO_ACCOUNTS, authenticate, oidc_configured
+from annotation.accounts.auth import authenticate, oidc_configured
+from annotation.project_files import demo_accounts
 from annotation.ui.app_state import SIGNED_OUT_KEY, current_user, demo_mode, open_store, sign_in
 from annotation.ui.widgets import inert
 
@@ -40,6 +41,6 @@ with middle:
         with st.container(border=True):
             st.markdown("**Demo project**: these accounts exist only here.")
             st.dataframe(
-                [{"name": n, "role": r, "password": p} for n, r, p in DEMO_ACCOUNTS],
+                [{"name": n, "role": r, "password": p} for n, r, p in demo_accounts()],
                 hide_index=True, width="stretch",
             )

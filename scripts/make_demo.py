@@ -1,9 +1,9 @@
 """Rebuild the synthetic demo bundle: ``python scripts/make_demo.py [--out data/demo]``.
 
 Deletes the output folder and writes it again with
-:func:`annotation.demo.build_demo_bundle`. The build is deterministic, and
+:func:`scripts.demo.build` (the package ``scripts/demo``). The build is deterministic, and
 ``tests/test_demo.py`` checks that the committed ``data/demo`` equals a fresh build, so run
-this script (and commit its result) after every change to ``annotation/demo.py`` or
+this script (and commit its result) after every change to ``scripts/demo/`` or
 ``annotation/vif/draw.py``.
 """
 
@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # runnable from a checkout without installing the package
+if str(ROOT) not in sys.path:  # ``python scripts/make_demo.py``: the checkout's root
     sys.path.insert(0, str(ROOT))
 
-from annotation.demo import build_demo_bundle  # noqa: E402
+from scripts.demo import build  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         if not out.is_dir():
             parser.error(f"{out} exists and is not a folder")
         shutil.rmtree(out)
-    build_demo_bundle(out)
+    build(out)
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     files = sum(1 for p in out.rglob("*") if p.is_file())
     print(f"wrote {out} ({files} files, {total / 1e6:.2f} MB)")

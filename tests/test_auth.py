@@ -16,7 +16,6 @@ import pytest
 
 from annotation.accounts import auth
 from annotation.accounts.auth import (
-    DEMO_ACCOUNTS,
     AccountError,
     DuplicateUser,
     UnknownUser,
@@ -38,10 +37,13 @@ from annotation.accounts.auth import (
     verify_password,
 )
 from annotation.cli import main
+from annotation.project_files import demo_accounts
 from annotation.store import Store
 
 PW = "correct horse battery"
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+#: the demo's accounts, as its builder wrote them into data/demo
+DEMO_ACCOUNTS = demo_accounts()
 
 
 def audit(store: Store, subject: str | None = None) -> list[dict]:
@@ -190,7 +192,7 @@ def test_the_demo_accounts_bypass_the_policy_explicitly(store):
         if password in ("demo-admin", "demo-alice"):
             with pytest.raises(WeakPassword):
                 auth.check_password_strength(password)
-    create_demo_accounts(store)
+    create_demo_accounts(store, DEMO_ACCOUNTS)
     for name, role, password in DEMO_ACCOUNTS:
         assert authenticate(store, name, password) == User(name, role)
 
@@ -449,8 +451,8 @@ def test_session_valid_limits_are_parameters():
 
 # ---------------------------------------------------------------- demo accounts
 def test_demo_accounts_are_idempotent(store):
-    assert create_demo_accounts(store) == [name for name, _, _ in DEMO_ACCOUNTS]
-    assert create_demo_accounts(store) == []
+    assert create_demo_accounts(store, DEMO_ACCOUNTS) == [name for name, _, _ in DEMO_ACCOUNTS]
+    assert create_demo_accounts(store, DEMO_ACCOUNTS) == []
     df = list_users(store)
     assert sorted(df["name"]) == ["admin", "alice", "ann1", "ann2", "ann3"]
     assert df.set_index("name")["role"].to_dict()["admin"] == "admin"
@@ -463,7 +465,7 @@ def test_demo_accounts_are_idempotent(store):
 
 def test_demo_accounts_keep_an_existing_account(store):
     add_user(store, "admin", "admin", "my own admin password")
-    assert "admin" not in create_demo_accounts(store)
+    assert "admin" not in create_demo_accounts(store, DEMO_ACCOUNTS)
     assert authenticate(store, "admin", "demo-admin") is None
     assert authenticate(store, "admin", "my own admin password") is not None
 

@@ -1,4 +1,4 @@
-"""Conflict rules of VIF-Bench (seed 000, Section 3.2 and Appendix C.4)."""
+"""Conflict rules of VIF-Bench (VIF-Bench paper, Section 3.2 and Appendix C.4)."""
 
 from __future__ import annotations
 
@@ -201,7 +201,7 @@ def test_task_conflicts_tolerates_missing() -> None:
 
 
 def _demo_tasks(tmp_path: Path) -> dict[str, dict]:
-    from annotation.demo import build_demo_bundle
+    from scripts.demo import build_demo_bundle
 
     build_demo_bundle(tmp_path)
     rows = [json.loads(x) for x in (tmp_path / "tasks.jsonl").read_text().splitlines() if x]

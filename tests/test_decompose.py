@@ -1,4 +1,4 @@
-"""Diagnostic trees (TRACE-Bench seed 002, Sec. 3.5, Sec. 4.4, Appendix C.2, Figures 5 and
+"""Diagnostic trees (TRACE-Bench paper, Sec. 3.5, Sec. 4.4, Appendix C.2, Figures 5 and
 10, Table 6): Rules 1-4, node names, text downgrades, node-to-question mapping."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The synthetic demo bundle (annotation/demo.py) and the VI drawings (annotation/vif/draw.py).
+"""The synthetic demo bundle (scripts/demo/) and the VI drawings (annotation/vif/draw.py).
 
 The demo must be byte-for-byte reproducible, small, internally consistent, and the
 committed ``data/demo`` folder must equal a fresh build (run ``python scripts/make_demo.py``
@@ -15,8 +15,8 @@ from pathlib import Path, PurePosixPath
 import pytest
 from PIL import Image
 
-from annotation.demo import build_demo_bundle
 from annotation.vif import draw as vi_draw
+from scripts.demo import build_demo_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "data" / "demo"
@@ -590,8 +590,8 @@ def test_light_wind_and_pose_cases(data: dict) -> None:
 def test_the_deliberately_wrong_prelabels_flip_their_labels(data: dict) -> None:
     """With the value the drawn image supports, the rules give the other label: a verifier
     who corrects the pre-label disagrees with the published label."""
-    from annotation.demo import WRONG_PRELABELS
     from annotation.vif.conflicts import CONFLICT_KEYS, task_conflicts, task_prelabels
+    from scripts.demo.spec import WRONG_PRELABELS
 
     tasks = {t["task_id"]: t for t in data["tasks"]}
     assert 1 <= len(WRONG_PRELABELS) <= 2
@@ -613,7 +613,38 @@ def test_the_deliberately_wrong_prelabels_flip_their_labels(data: dict) -> None:
 def test_demo_criteria_are_the_vif_importer_criteria() -> None:
     """The demo writes its own rubrics, but names and labels must be VIF-Bench's (one source
     of truth: annotation.formats.vif.CRITERIA), so demo and real imports line up."""
-    from annotation.demo import CRITERIA as DEMO
     from annotation.formats.vif import CRITERIA as VIF
+    from scripts.demo.spec import CRITERIA as DEMO
 
     assert [(c["name"], c["label"]) for c in DEMO] == list(VIF)
+
+
+# -------------------------------------------------------------------- builder and product
+def test_the_product_does_not_import_the_demo_builder() -> None:
+    """The builder (scripts/demo) is a developer tool; the product (annotation/) only reads
+    its output, the committed data/demo."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "annotation").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                          if n.split(".")[0] == "scripts" or n == "annotation.demo"]
+    assert offenders == []
+
+
+def test_demo_accounts_come_from_the_demo(demo: Path) -> None:
+    """The accounts the app creates in the demo database are the ones the builder wrote
+    beside the bundle (not a list kept in annotation.accounts)."""
+    from annotation.accounts import auth
+    from annotation.project_files import DEMO_ACCOUNTS_FILE, demo_accounts
+    from scripts.demo.spec import ACCOUNTS
+
+    assert DEMO_ACCOUNTS_FILE == COMMITTED / "accounts.json"
+    assert demo_accounts() == demo_accounts(demo / "accounts.json") == list(ACCOUNTS)
+    assert {r for _, r, _ in ACCOUNTS} == {"admin", "annotator"}
+    answered = {a["annotator"] for a in read_jsonl(demo / "annotations.jsonl")}
+    assert answered and answered <= {n for n, r, _ in ACCOUNTS if r == "annotator"}
+    assert not hasattr(auth, "DEMO_ACCOUNTS")

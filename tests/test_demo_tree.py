@@ -1,4 +1,4 @@
-"""The diagnostic tree of the demo project (task demo-10, annotation/demo.py): its nodes are
+"""The diagnostic tree of the demo project (task demo-10, scripts/demo/trees.py): its nodes are
 what annotation.trace.decompose computes, every generator has a drawn output per node, gpt-5's
 node answers give the designed automatic localizations, and a demo annotator can review
 every tree on the page to the end."""
@@ -16,7 +16,6 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 from test_annotate_page import all_text
 
-from annotation import demo
 from annotation.accounts.auth import User
 from annotation.cli import main
 from annotation.project_files import DEMO_BUNDLE
@@ -26,6 +25,8 @@ from annotation.trace.decompose import decompose, node_record, retained_question
 from annotation.ui.app_state import sign_in
 from annotation.ui.widget_keys import widget_key
 from annotation.work import tree_review as tr
+from scripts.demo import spec as demo_spec
+from scripts.demo import trees as demo_trees
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "trees.py")
 TASK = "demo-10"
@@ -143,9 +144,9 @@ def test_one_output_per_node_and_generator(bundle):
 
 def _drawn(gen: str, node: str, number: int) -> str:
     """The answer to question ``number`` that the flaws drawn into the node imply."""
-    spec = next(s for s in demo.TASKS if s.task_id == TASK)
+    spec = next(s for s in demo_spec.TASKS if s.task_id == TASK)
     q = spec.questions[number - 1]
-    failed = any(t in demo.tree_defects(gen, node) for t in q.fails_on)
+    failed = any(t in demo_trees.tree_defects(gen, node) for t in q.fails_on)
     return q.pass_answer if not failed else {"yes": "no", "no": "yes"}[q.pass_answer]
 
 
@@ -175,7 +176,7 @@ def test_judge_answers_on_nodes_match_the_drawings(bundle):
     assert not criteria
     assert answered == {oid: kept[o["meta"]["node"]] for oid, o in outputs.items()
                         if "node" in o.get("meta", {})}
-    assert sorted(wrong) == sorted((g, node, n) for (_j, g, node, n) in demo.TREE_MISTAKES)
+    assert sorted(wrong) == sorted((g, node, n) for (_j, g, node, n) in demo_trees.TREE_MISTAKES)
     assert len(wrong) == 2
 
 

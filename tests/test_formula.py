@@ -1,4 +1,5 @@
-"""TRACE-Bench formulas (seed 002, Sec. 3.2-3.4, Table 5): parsing, printing, slot counts."""
+"""TRACE-Bench formulas (TRACE-Bench paper, Sec. 3.2-3.4, Table 5): parsing, printing,
+slot counts."""
 
 from __future__ import annotations
 
@@ -104,7 +105,7 @@ def test_other_formulas_of_the_paper():
 
 
 def test_demo_formulas_parse():
-    from annotation.demo import TASKS
+    from scripts.demo.spec import TASKS
 
     formulas = [task.formula for task in TASKS]
     assert formulas

@@ -1,4 +1,4 @@
-"""Failure localization on diagnostic trees (TRACE-Bench seed 002, Sec. 4.4, Table 3,
+"""Failure localization on diagnostic trees (TRACE-Bench paper, Sec. 4.4, Table 3,
 Appendix C.3, Figure 11), on hand-built trees covering every outcome category."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Dense / Medium / Sparse text readouts (seed 000, Appendix C.5, Figure 8)."""
+"""Dense / Medium / Sparse text readouts (VIF-Bench paper, Appendix C.5, Figure 8)."""
 
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def test_readouts_shapes_and_bad_input() -> None:
 
 
 def test_readouts_on_demo(tmp_path: Path) -> None:
-    from annotation.demo import build_demo_bundle
+    from scripts.demo import build_demo_bundle
 
     build_demo_bundle(tmp_path)
     rows = [json.loads(x) for x in (tmp_path / "tasks.jsonl").read_text().splitlines() if x]

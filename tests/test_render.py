@@ -393,20 +393,3 @@ def test_overlay_png_is_cached_per_output_size_and_shapes(project):
     store.file_path(sha).write_bytes(cached[0].read_bytes())  # any image: a new key reads it
     other = render.overlay_png(store, sha, {"layout": {"cat": [0.5, 0.1, 0.9, 0.5]}}, 256)
     assert other != data and len(_files(store.media_dir / render.OVERLAYS_DIR)) == 2
-
-
-# ================================================================================ compare
-
-
-def test_side_by_side_scales_both_to_one_height_with_a_white_gap():
-    left = Image.new("RGB", (100, 50), "red")
-    right = Image.new("RGBA", (50, 100), (0, 0, 255, 255))
-    ImageDraw.Draw(right).rectangle((0, 0, 49, 9), fill=(0, 0, 0, 0))
-    out = render.side_by_side(left, right, height=200, gap=16)
-    assert out.mode == "RGB" and out.size == (400 + 16 + 100, 200)
-    assert out.getpixel((200, 100)) == (255, 0, 0)
-    assert out.getpixel((408, 100)) == (255, 255, 255)  # the gap
-    assert out.getpixel((466, 100)) == (0, 0, 255)
-    assert out.getpixel((466, 5)) == (255, 255, 255)  # transparent shown on white
-    with pytest.raises(ValueError):
-        render.side_by_side(left, right, height=0)

@@ -52,7 +52,8 @@ PAGES = ROOT / "pages"
 def placeholders() -> set[bytes]:
     """The placeholder at each size a page asks for."""
     return {render.placeholder_png(side) for side in
-            (render.STRIP_SIZE, render.LARGE_SIZE, render.ENLARGE_SIZE)}
+            (render.STRIP_SIZE, render.CHECK_SIZE, render.NODE_SIZE, render.LARGE_SIZE,
+             render.ENLARGE_SIZE)}
 
 
 # ------------------------------------------------------------------ what the browser gets
@@ -199,7 +200,8 @@ def test_every_stored_image_at_every_size_is_pixels_only(hostile_db):
         shas = list(store.images_df()["sha256"]) + list(store.outputs_df()["sha256"])
         meta = store.tasks_df()["meta"].iloc[0]
         for sha in shas:
-            for side in (render.STRIP_SIZE, 384, 512, render.LARGE_SIZE, render.ENLARGE_SIZE):
+            for side in (render.STRIP_SIZE, render.CHECK_SIZE, render.NODE_SIZE,
+                         render.LARGE_SIZE, render.ENLARGE_SIZE):
                 served = render.browser_image(store, sha, side)
                 assert served.available and traces(served.data) == [], (sha, side)
                 assert served.format == Image.open(io.BytesIO(served.data)).format

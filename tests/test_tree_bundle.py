@@ -430,3 +430,39 @@ def test_a_second_node_output_is_refused_against_the_database(tmp_path):
                               "for node 'N1' of task 'tr1' (output 'tr1/m/N1', already in the "
                               "database)")
     assert len(problems) == 4
+
+
+# ------------------------------------------------------------------ one node rule
+@pytest.mark.parametrize("meta, node", [
+    ({}, "N0"), (None, "N0"), ("", "N0"), ("{}", "N0"), ({"node": None}, "N0"),
+    ({"node": ""}, "N0"), ({"node": "N0"}, "N0"), ({"node": "N2a"}, "N2a"),
+    ('{"node": "N3a1", "x": 1}', "N3a1"), ('{"note": "node"}', "N0"),
+])
+def test_output_node_reads_meta_or_its_stored_text(meta, node):
+    from annotation.trace.nodes import ROOT, output_node
+
+    assert ROOT == "N0"
+    assert output_node(meta) == node
+
+
+def test_every_reader_of_node_outputs_follows_the_one_rule(tmp_path):
+    """The tree units, the node outputs left out of the study, the annotation workflow's
+    items and the import's one-output-per-node check all tell node outputs from ordinary
+    ones by :func:`annotation.trace.nodes.output_node`."""
+    from annotation.results.study import load_study
+    from annotation.trace.nodes import ROOT, output_node
+    from annotation.work.workflow import annotatable_outputs
+
+    root = write_tree_bundle(tmp_path / "b")
+    _edit(root, OUT, lambda rows: rows[0].update(meta={"node": "N0"}))
+    with Store.open(tmp_path / "p.db") as store:
+        import_path(store, root)
+        outputs = store.outputs_df()
+        nodes = {o for o, m in zip(outputs.output_id, outputs.meta, strict=True)
+                 if output_node(m) != ROOT}
+        assert nodes and nodes < set(outputs.output_id)
+        assert trees.node_output_ids(store) == nodes
+        assert set(annotatable_outputs(store).output_id) == set(outputs.output_id) - nodes
+        assert not nodes & set(load_study(store).outputs.output_id)
+        assert trees.tree_units(store) == ["tr1/m"]
+        assert import_path(store, root).unchanged["outputs"] == len(outputs)

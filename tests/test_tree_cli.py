@@ -1,4 +1,4 @@
-"""``judge-audit tree``: the diagnostic tree of a formula (TRACE-Bench seed 002, App. C.2)."""
+"""``judge-audit tree``: the diagnostic tree of a formula (TRACE-Bench paper, App. C.2)."""
 
 from __future__ import annotations
 

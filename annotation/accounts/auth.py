@@ -85,10 +85,6 @@ class User:
     role: str
     email: str | None = None
 
-    @property
-    def is_admin(self) -> bool:
-        return self.role == "admin"
-
 
 # ---------------------------------------------------------------- passwords
 def _pw_bytes(password: str) -> bytes:
@@ -569,25 +565,15 @@ def user_from_oidc(store: Store, email: str | None) -> User | None:
 
 
 # ---------------------------------------------------------------- demo
-DEMO_ACCOUNTS: tuple[tuple[str, str, str], ...] = (
-    ("admin", "admin", "demo-admin"),
-    ("ann1", "annotator", "demo-ann1"),
-    ("ann2", "annotator", "demo-ann2"),
-    ("ann3", "annotator", "demo-ann3"),
-    ("alice", "annotator", "demo-alice"),
-)
-"""(name, role, password) of the demo project's accounts. ``ann1``-``ann3`` are the
-annotators whose answers the demo bundle imports; ``alice`` has no answers yet. These
-passwords are public: never create them in a real project."""
-
-
-def create_demo_accounts(store: Store) -> list[str]:
-    """Create the missing :data:`DEMO_ACCOUNTS` (idempotent); return the names created.
+def create_demo_accounts(store: Store, accounts: Iterable[tuple[str, str, str]]) -> list[str]:
+    """Create the missing demo ``accounts`` ``(name, role, password)`` (idempotent; the
+    demo's own list is :func:`annotation.project_files.demo_accounts`); return the names
+    created. Their passwords are public, so the password policy is not applied.
 
     An existing account of the same name is left as it is.
     """
     created = []
-    for name, role, password in DEMO_ACCOUNTS:
+    for name, role, password in accounts:
         exists = store.conn.execute(
             "SELECT 1 FROM users WHERE name = ? COLLATE NOCASE", [name]
         ).fetchone()

@@ -43,6 +43,7 @@ from annotation.records import (
     NonFiniteNumber,
     Output,
     Problem,
+    Problems,
     ProjectData,
     Question,
     Task,
@@ -54,7 +55,6 @@ from annotation.vif import draw as vi_draw
 FORMAT = "judge-audit-bundle/1"
 MAX_TEXT = 1_000_000  # characters in one text field
 MAX_NUMBER = 1e12
-MAX_ERRORS = 20
 # Zip limits (docs/bundle-format.md, "Zip archives"), all checked from the archive's
 # directory before anything is extracted. Bigger projects import as a folder, or in parts.
 MAX_ZIP_MEMBERS = 50_000  # entries (files and folders)
@@ -99,19 +99,21 @@ class _Stop(Exception):
     """Raised when the error cap is reached."""
 
 
-class _Reader:
-    """Collects problems while reading one source; every check names file, line, field."""
+class _Reader(Problems):
+    """Collects problems while reading one source; every check names file, line, field.
+    Reading stops (:class:`_Stop`) once :data:`annotation.records.MAX_PROBLEMS` errors were
+    found."""
 
     def __init__(self) -> None:
-        self.problems: list[Problem] = []
-        self.warnings: list[Problem] = []
+        super().__init__()
         # the line being read is longer than MAX_TEXT: only then can a string inside a meta
         # object be too long, so only then are meta objects walked (set by the readers)
         self.long_line = False
 
-    def error(self, file: str, line: int | None, fld: str | None, message: str) -> None:
-        self.problems.append(Problem(file, line, fld, message))
-        if len(self.problems) >= MAX_ERRORS:
+    def add(self, file: str, line: int | None, field: str | None, message: str) -> None:
+        """Record one error; stop reading at the limit."""
+        super().add(file, line, field, message)
+        if self.full:
             raise _Stop
 
     # typed getters: they report and return None on a bad value
@@ -121,20 +123,20 @@ class _Reader:
         fld = prefix + key
         if value is None:
             if required:
-                self.error(*where, fld, "missing" if key not in obj else "must not be null")
+                self.add(*where, fld, "missing" if key not in obj else "must not be null")
             return None
         if not isinstance(value, str):
-            self.error(*where, fld, f"must be a string, not {_type(value)}")
+            self.add(*where, fld, f"must be a string, not {_type(value)}")
             return None
         if nonempty and not value.strip():
-            self.error(*where, fld, "must not be empty")
+            self.add(*where, fld, "must not be empty")
             return None
         if len(value) > MAX_TEXT:
-            self.error(*where, fld, f"text of {len(value):,} characters is over the limit of "
-                       f"{MAX_TEXT:,}")
+            self.add(*where, fld, f"text of {len(value):,} characters is over the limit of "
+                     f"{MAX_TEXT:,}")
             return None
         if "\x00" in value:
-            self.error(*where, fld, "contains a NUL character")
+            self.add(*where, fld, "contains a NUL character")
             return None
         return value
 
@@ -144,18 +146,18 @@ class _Reader:
         fld = prefix + key
         if value is None:
             if required:
-                self.error(*where, fld, "missing" if key not in obj else "must not be null")
+                self.add(*where, fld, "missing" if key not in obj else "must not be null")
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
-            self.error(*where, fld, f"must be a number, not {_type(value)}")
+            self.add(*where, fld, f"must be a number, not {_type(value)}")
             return None
         try:
             number = float(value)
         except OverflowError:
-            self.error(*where, fld, "number too large")
+            self.add(*where, fld, "number too large")
             return None
         if not math.isfinite(number) or abs(number) > MAX_NUMBER:
-            self.error(*where, fld, f"number {value!r} out of range")
+            self.add(*where, fld, f"number {value!r} out of range")
             return None
         return number
 
@@ -165,10 +167,10 @@ class _Reader:
         fld = prefix + key
         if value is None:
             if required:
-                self.error(*where, fld, "missing")
+                self.add(*where, fld, "missing")
             return None
         if value not in allowed:
-            self.error(*where, fld, f"must be one of {', '.join(allowed)}, not {value!r}")
+            self.add(*where, fld, f"must be one of {', '.join(allowed)}, not {value!r}")
             return None
         return value
 
@@ -177,7 +179,7 @@ class _Reader:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            self.error(*where, prefix + "meta", f"must be an object, not {_type(value)}")
+            self.add(*where, prefix + "meta", f"must be an object, not {_type(value)}")
             return {}
         if self.long_line:
             self.meta_texts(value, where, prefix + "meta")
@@ -191,13 +193,13 @@ class _Reader:
             path, item = stack.pop()
             if isinstance(item, str):
                 if len(item) > MAX_TEXT:
-                    self.error(*where, path, f"text of {len(item)} characters, more than 1 MB")
+                    self.add(*where, path, f"text of {len(item)} characters, more than 1 MB")
             elif isinstance(item, dict):
                 for key, sub in reversed(item.items()):
                     name = key if len(key) <= 60 else f"{key[:60]}..."
                     if len(key) > MAX_TEXT:
-                        self.error(*where, f"{path}.{name}",
-                                   f"key of {len(key)} characters, more than 1 MB")
+                        self.add(*where, f"{path}.{name}",
+                                 f"key of {len(key)} characters, more than 1 MB")
                     stack.append((f"{path}.{name}", sub))
             elif isinstance(item, list):
                 stack.extend((f"{path}[{i}]", sub) for i, sub in reversed(list(enumerate(item))))
@@ -206,8 +208,8 @@ class _Reader:
              prefix: str = "") -> None:
         unknown = obj.keys() - allowed
         if unknown:
-            self.error(*where, prefix + sorted(unknown)[0],
-                       f"unknown field (allowed: {', '.join(sorted(allowed))})")
+            self.add(*where, prefix + sorted(unknown)[0],
+                     f"unknown field (allowed: {', '.join(sorted(allowed))})")
 
 
 def _type(value: Any) -> str:
@@ -259,37 +261,37 @@ def _jsonl(root: Path, name: str, rd: _Reader, required: bool) -> Iterator[tuple
     path = root / name
     if not path.exists():
         if required:
-            rd.error(name, None, None, "file not found in the bundle")
+            rd.add(name, None, None, "file not found in the bundle")
         return
     try:
         real = resolve_inside(root, name)
     except BadPath as exc:
-        rd.error(name, None, None, str(exc))
+        rd.add(name, None, None, str(exc))
         return
     with real.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                rd.error(name, number, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+                rd.add(name, number, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
                 continue
             if not line.strip():
                 continue
             try:
                 obj = loads_finite(line)
             except NonFiniteNumber as exc:
-                rd.error(name, number, exc.field, exc.message)
+                rd.add(name, number, exc.field, exc.message)
                 continue
             except (ValueError, RecursionError) as exc:
-                rd.error(name, number, None, f"invalid JSON: {exc}")
+                rd.add(name, number, None, f"invalid JSON: {exc}")
                 continue
             if not isinstance(obj, dict):
-                rd.error(name, number, None, f"each line must be a JSON object, not {_type(obj)}")
+                rd.add(name, number, None, f"each line must be a JSON object, not {_type(obj)}")
                 continue
             if b"\\u" in raw and _SURROGATE_ESCAPE.search(raw):
                 found = lone_surrogate(obj)
                 if found is not None:
-                    rd.error(name, number, found[0] or None, _surrogate_message(found[1]))
+                    rd.add(name, number, found[0] or None, _surrogate_message(found[1]))
                     continue
             rd.long_line = len(raw) > MAX_TEXT
             yield number, obj
@@ -324,19 +326,16 @@ def read_bundle_dir(root: Path, source: str | None = None,
         _read_annotations(root, rd, project)
     except _Stop:
         pass
-    if rd.problems:
-        raise ImportRefused(rd.problems)
+    rd.raise_if_any()
     for o in project.outputs:
         if o.missing:
-            project.warnings.append(Problem(o.origin[0], o.origin[1], None,
-                                            f"output {o.output_id!r} is missing"))
+            rd.warn(o.origin[0], o.origin[1], None, f"output {o.output_id!r} is missing")
     unparsed = [j for j in project.judgments if j.parse_status == "unparsed"]
     for j in unparsed[:50]:
-        project.warnings.append(Problem(j.origin[0], j.origin[1], "raw",
-                                        f"judge {j.judge!r}: text not parsed, kept as raw"))
+        rd.warn(j.origin[0], j.origin[1], "raw", f"judge {j.judge!r}: text not parsed, kept as raw")
     if len(unparsed) > 50:
-        project.warnings.append(Problem("judgments.jsonl", None, None,
-                                        f"{len(unparsed) - 50} more unparsed judgments"))
+        rd.warn("judgments.jsonl", None, None, f"{len(unparsed) - 50} more unparsed judgments")
+    project.warnings.extend(rd.warnings)
     return project
 
 
@@ -345,34 +344,34 @@ def _read_header(root: Path, rd: _Reader, project: ProjectData) -> None:
     where = (name, None)
     path = root / name
     if not path.is_file():
-        rd.error(name, None, None, "file not found: a bundle needs bundle.json")
+        rd.add(name, None, None, "file not found: a bundle needs bundle.json")
         raise _Stop
     try:
         real = resolve_inside(root, name)
     except BadPath as exc:  # a symlink out of the bundle, like the .jsonl files
-        rd.error(name, None, None, str(exc))
+        rd.add(name, None, None, str(exc))
         raise _Stop from None
     try:
         text = real.read_text(encoding="utf-8")
         obj = loads_finite(text)
     except NonFiniteNumber as exc:
-        rd.error(name, None, exc.field, exc.message)
+        rd.add(name, None, exc.field, exc.message)
         raise _Stop from None
     except (ValueError, UnicodeDecodeError) as exc:
-        rd.error(name, getattr(exc, "lineno", None), None, f"invalid JSON: {exc}")
+        rd.add(name, getattr(exc, "lineno", None), None, f"invalid JSON: {exc}")
         raise _Stop from None
     if not isinstance(obj, dict):
-        rd.error(name, None, None, "must be a JSON object")
+        rd.add(name, None, None, "must be a JSON object")
         raise _Stop
     found = lone_surrogate(obj)
     if found is not None:
-        rd.error(name, None, found[0] or None, _surrogate_message(found[1]))
+        rd.add(name, None, found[0] or None, _surrogate_message(found[1]))
         raise _Stop
     rd.long_line = len(text) > MAX_TEXT
     rd.keys(obj, BUNDLE_KEYS, where)
     if obj.get("format", FORMAT) != FORMAT:
-        rd.error(name, None, "format", f"unsupported format {obj.get('format')!r} "
-                 f"(this judge-audit reads {FORMAT})")
+        rd.add(name, None, "format", f"unsupported format {obj.get('format')!r} "
+               f"(this judge-audit reads {FORMAT})")
     project.name = rd.text(obj, "name", where) or ""
     project.benchmark = rd.text(obj, "benchmark", where) or ""
     project.guidelines = rd.text(obj, "guidelines", where, required=False, nonempty=False)
@@ -380,12 +379,12 @@ def _read_header(root: Path, rd: _Reader, project: ProjectData) -> None:
     for key, parse in (("criteria", _criterion), ("judges", _judge)):
         items = obj.get(key, [])
         if not isinstance(items, list):
-            rd.error(name, None, key, f"must be a list, not {_type(items)}")
+            rd.add(name, None, key, f"must be a list, not {_type(items)}")
             continue
         for i, item in enumerate(items):
             prefix = f"{key}[{i}]."
             if not isinstance(item, dict):
-                rd.error(name, None, prefix[:-1], f"must be an object, not {_type(item)}")
+                rd.add(name, None, prefix[:-1], f"must be an object, not {_type(item)}")
                 continue
             record = parse(rd, item, where, prefix)
             if record is not None:
@@ -397,20 +396,20 @@ def _criterion(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: st
     rd.keys(obj, CRITERION_KEYS, where, prefix)
     name = rd.text(obj, "name", where, prefix)
     if name is not None and not CRITERION_NAME.fullmatch(name):
-        rd.error(*where, prefix + "name",
-                 f"use lowercase letters a-z, digits and '_' only ([a-z0-9_]+): {name!r}")
+        rd.add(*where, prefix + "name",
+               f"use lowercase letters a-z, digits and '_' only ([a-z0-9_]+): {name!r}")
     label = rd.text(obj, "label", where, prefix, required=False) or name
     lo = rd.number(obj, "min", where, prefix)
     hi = rd.number(obj, "max", where, prefix)
     step = rd.number(obj, "step", where, prefix, required=False) if "step" in obj else 1.0
     if "step" not in obj:
-        rd.error(*where, prefix + "step", "missing (use null for a continuous scale)")
+        rd.add(*where, prefix + "step", "missing (use null for a continuous scale)")
     if step is not None and step <= 0:
-        rd.error(*where, prefix + "step", "must be positive (or null)")
+        rd.add(*where, prefix + "step", "must be positive (or null)")
     level = rd.enum(obj, "level", LEVELS, where, prefix, default="interval")
     rubric = rd.text(obj, "rubric", where, prefix, required=False, nonempty=False)
     if lo is not None and hi is not None and lo >= hi:
-        rd.error(*where, prefix + "max", "must be greater than min")
+        rd.add(*where, prefix + "max", "must be greater than min")
     if name is None or lo is None or hi is None or level is None:
         return None
     return Criterion(name, label or name, lo, hi, step, level, rubric, origin=where)
@@ -426,8 +425,8 @@ def _judge(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str) -
         ok = (isinstance(scale, list) and len(scale) == 2
               and all(_finite(v) for v in scale) and scale[0] < scale[1])
         if not ok:
-            rd.error(*where, prefix + "scale",
-                     "must be [min, max], two finite numbers with min < max")
+            rd.add(*where, prefix + "scale",
+                   "must be [min, max], two finite numbers with min < max")
         else:
             pair = (float(scale[0]), float(scale[1]))
     if name is None or kind is None:
@@ -448,12 +447,12 @@ def _finite(value: Any) -> bool:
 def _image_path(rd: _Reader, root: Path, probe: ImageProber, rel: Any,
                 where: tuple[str, int | None], fld: str):
     if not isinstance(rel, str):
-        rd.error(*where, fld, f"must be a string, not {_type(rel)}")
+        rd.add(*where, fld, f"must be a string, not {_type(rel)}")
         return None
     try:
         return probe(resolve_inside(root, rel))
     except (BadPath, BadImage) as exc:
-        rd.error(*where, fld, str(exc))
+        rd.add(*where, fld, str(exc))
         return None
 
 
@@ -498,16 +497,16 @@ def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProbe
         meta = rd.meta(obj, where)
         images = obj.get("images", [])
         if not isinstance(images, list):
-            rd.error(*where, "images", f"must be a list, not {_type(images)}")
+            rd.add(*where, "images", f"must be a list, not {_type(images)}")
             images = []
         meta_problems = task_meta_problems(meta, len(images))
         for fld, message in meta_problems:
-            rd.error(*where, fld, message)
+            rd.add(*where, fld, message)
         task_images = []
         for i, item in enumerate(images):
             prefix = f"images[{i}]."
             if not isinstance(item, dict):
-                rd.error(*where, prefix[:-1], f"must be an object, not {_type(item)}")
+                rd.add(*where, prefix[:-1], f"must be an object, not {_type(item)}")
                 continue
             rd.keys(item, IMAGE_KEYS, where, prefix)
             role = rd.enum(item, "role", ROLES, where, prefix)
@@ -517,7 +516,7 @@ def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProbe
             if "prelabel" in image_meta:
                 for fld, message in prelabel_problems(image_meta["prelabel"],
                                                       prefix + "meta.prelabel"):
-                    rd.error(*where, fld, message)
+                    rd.add(*where, fld, message)
             rel = item.get("path")
             if (rel is None and role == "visual_instruction" and kind in vi_draw.SPEC_KEYS
                     and task_id is not None):
@@ -527,15 +526,15 @@ def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProbe
                 try:
                     file = render(kind, meta, probe)
                 except vi_draw.MissingSpec as exc:
-                    rd.error(*where, prefix + "path", f"missing, and {exc}")
+                    rd.add(*where, prefix + "path", f"missing, and {exc}")
                     continue
                 except (ValueError, BadImage) as exc:
-                    rd.error(*where, prefix + "path", f"cannot draw it from meta.{key}: {exc}")
+                    rd.add(*where, prefix + "path", f"cannot draw it from meta.{key}: {exc}")
                     continue
                 rel = rendered_path(task_id, i, kind)
                 image_meta = {**image_meta, "rendered_from": f"meta.{key}"}
             elif "path" not in item:
-                rd.error(*where, prefix + "path", "missing")
+                rd.add(*where, prefix + "path", "missing")
                 continue
             else:
                 file = _image_path(rd, root, probe, rel, where, prefix + "path")
@@ -547,12 +546,12 @@ def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProbe
         parsed: list[Question] = []
         if questions is not None:
             if not isinstance(questions, list):
-                rd.error(*where, "questions", f"must be a list, not {_type(questions)}")
+                rd.add(*where, "questions", f"must be a list, not {_type(questions)}")
                 questions = []
             for i, item in enumerate(questions):
                 prefix = f"questions[{i}]."
                 if not isinstance(item, dict):
-                    rd.error(*where, prefix[:-1], f"must be an object, not {_type(item)}")
+                    rd.add(*where, prefix[:-1], f"must be an object, not {_type(item)}")
                     continue
                 q = _question(rd, item, where, prefix, checklist_id or "", i)
                 if q is not None:
@@ -567,9 +566,9 @@ def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProbe
                       q.depends_on, q.meta) for q in parsed]
         if checklist_id in checklists:
             if checklists[checklist_id] != signature:
-                rd.error(*where, "questions", f"checklist {checklist_id!r} was defined "
-                         "differently by an earlier task (tasks sharing a checklist_id must "
-                         "repeat its questions identically, or omit them)")
+                rd.add(*where, "questions", f"checklist {checklist_id!r} was defined "
+                       "differently by an earlier task (tasks sharing a checklist_id must "
+                       "repeat its questions identically, or omit them)")
             continue
         checklists[checklist_id] = signature
         project.questions.extend(parsed)
@@ -587,7 +586,7 @@ def _question(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str
     if depends is None:
         depends = []
     if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
-        rd.error(*where, prefix + "depends_on", "must be a list of question ids")
+        rd.add(*where, prefix + "depends_on", "must be a list of question ids")
         depends = []
     meta = rd.meta(obj, where, prefix)
     if qid is None or text is None or pass_answer is None:
@@ -606,16 +605,16 @@ def _read_outputs(root: Path, rd: _Reader, project: ProjectData, probe: ImagePro
         generator = rd.text(obj, "generator", where)
         missing = obj.get("missing", False)
         if not isinstance(missing, bool):
-            rd.error(*where, "missing", f"must be true or false, not {_type(missing)}")
+            rd.add(*where, "missing", f"must be true or false, not {_type(missing)}")
             missing = False
         if "path" not in obj:
-            rd.error(*where, "path", "missing (use null when the image is not at hand)")
+            rd.add(*where, "path", "missing (use null when the image is not at hand)")
             continue
         rel = obj["path"]
         file = None
         if rel is not None:
             if missing:
-                rd.error(*where, "path", "an output marked missing cannot have a path")
+                rd.add(*where, "path", "an output marked missing cannot have a path")
                 continue
             file = _image_path(rd, root, probe, rel, where, "path")
             if file is None:
@@ -655,35 +654,35 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
         answer = obj.get("answer")
         score = obj.get("score")
         if status == "unparsed" and (answer is not None or score is not None):
-            rd.error(*where, "parse_status", "'unparsed' means the judge's text could not be "
-                     f"read: '{'answer' if answer is not None else 'score'}' must then be null")
+            rd.add(*where, "parse_status", "'unparsed' means the judge's text could not be "
+                   f"read: '{'answer' if answer is not None else 'score'}' must then be null")
             continue
         if qid is not None:
             if type(qid) is not str or crit is not None:
-                rd.error(*where, "question_id",
-                         "give exactly one of 'question_id' and 'criterion' as a string")
+                rd.add(*where, "question_id",
+                       "give exactly one of 'question_id' and 'criterion' as a string")
                 continue
             if answer is not None and answer not in YES_NO:
-                rd.error(*where, "answer", f"must be 'yes' or 'no', not {answer!r}")
+                rd.add(*where, "answer", f"must be 'yes' or 'no', not {answer!r}")
                 continue
             if score is not None:
-                rd.error(*where, "score", "a question is answered with 'answer', not 'score'")
+                rd.add(*where, "score", "a question is answered with 'answer', not 'score'")
                 continue
             if answer is None and status == "ok":
-                rd.error(*where, "answer", "missing (or set parse_status to 'unparsed')")
+                rd.add(*where, "answer", "missing (or set parse_status to 'unparsed')")
                 continue
             append(Judgment(judge, output_id, qid, None, answer, None, raw, status,
                             origin=where))
         elif crit is not None:
             if type(crit) is not str:
-                rd.error(*where, "criterion", f"must be a string, not {_type(crit)}")
+                rd.add(*where, "criterion", f"must be a string, not {_type(crit)}")
                 continue
             if answer is not None:
-                rd.error(*where, "answer", "a criterion is scored with 'score', not 'answer'")
+                rd.add(*where, "answer", "a criterion is scored with 'score', not 'answer'")
                 continue
             if score is None:
                 if status == "ok":
-                    rd.error(*where, "score", "missing (or set parse_status to 'unparsed')")
+                    rd.add(*where, "score", "missing (or set parse_status to 'unparsed')")
                     continue
             else:
                 score = rd.number(obj, "score", where)
@@ -692,7 +691,7 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
             append(Judgment(judge, output_id, None, crit, None, score, raw, status,
                             origin=where))
         else:
-            rd.error(*where, "question_id", "give exactly one of 'question_id' and 'criterion'")
+            rd.add(*where, "question_id", "give exactly one of 'question_id' and 'criterion'")
 
 
 def _read_annotations(root: Path, rd: _Reader, project: ProjectData) -> None:
@@ -707,22 +706,22 @@ def _read_annotations(root: Path, rd: _Reader, project: ProjectData) -> None:
         note = rd.text(obj, "note", where, required=False, nonempty=False)
         answer = score = None
         if (qid is None) == (crit is None):
-            rd.error(*where, "question_id", "give exactly one of 'question_id' and 'criterion'")
+            rd.add(*where, "question_id", "give exactly one of 'question_id' and 'criterion'")
             continue
         if qid is not None:
             answer = rd.enum(obj, "answer", HUMAN_ANSWERS, where)
             if "score" in obj:
-                rd.error(*where, "score", "a question is answered with 'answer', not 'score'")
+                rd.add(*where, "score", "a question is answered with 'answer', not 'score'")
         else:
             score = rd.number(obj, "score", where)
             if "answer" in obj:
-                rd.error(*where, "answer", "a criterion is scored with 'score', not 'answer'")
+                rd.add(*where, "answer", "a criterion is scored with 'score', not 'answer'")
         created = rd.text(obj, "created_at", where, required=False)
         if created is not None:
             try:
                 created = normalize_time(created)
             except ValueError:
-                rd.error(*where, "created_at", f"not an ISO 8601 time: {created!r}")
+                rd.add(*where, "created_at", f"not an ISO 8601 time: {created!r}")
                 continue
         if annotator is None or output_id is None or (answer is None and score is None):
             continue

@@ -65,11 +65,10 @@ from typing import Any
 
 from annotation.formats.images import BadImage, BadPath, ImageProber, resolve_inside
 from annotation.records import (
-    ImportRefused,
     Judge,
     Judgment,
     Output,
-    Problem,
+    Problems,
     ProjectData,
     Question,
     Task,
@@ -83,7 +82,6 @@ VARIANTS = ("short", "long")
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")  # preference order when several exist
 RESULTS_DIR = "eval-results"
 JUDGE_PREFIX_MARK = "eval_results_"
-MAX_PROBLEMS = 20
 MAX_UNPARSED_WARNINGS = 50
 PROMPT_SUFFIX = "_prompts.jsonl"
 EVAL_SUFFIX = "_eval_prompts.jsonl"
@@ -130,19 +128,12 @@ class _Result:
     data: dict[str, Any]
 
 
-class _Collector:
-    """Errors and warnings of one import."""
+class _Collector(Problems):
+    """Errors and warnings of one import, and how many judgments were left unparsed."""
 
     def __init__(self) -> None:
-        self.errors: list[Problem] = []
-        self.warnings: list[Problem] = []
+        super().__init__()
         self.unparsed = 0  # judgments left unparsed; only the first MAX_UNPARSED_WARNINGS warn
-
-    def error(self, file: str, line: int | None, fld: str | None, message: str) -> None:
-        self.errors.append(Problem(file, line, fld, message))
-
-    def warn(self, file: str, line: int | None, fld: str | None, message: str) -> None:
-        self.warnings.append(Problem(file, line, fld, message))
 
 
 # --------------------------------------------------------------------------- detection
@@ -202,12 +193,12 @@ def _read_jsonl(path: Path, rel: str, out: _Collector) -> list[tuple[int, Any]] 
     """``(line number, object)`` per non-blank line; ``None`` if any line is unreadable."""
     protected = guard.file_problem(path)
     if protected is not None:
-        out.error(rel, None, None, protected)
+        out.add(rel, None, None, protected)
         return None
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        out.error(rel, None, None, f"cannot read file ({exc})")
+        out.add(rel, None, None, f"cannot read file ({exc})")
         return None
     rows: list[tuple[int, Any]] = []
     ok = True
@@ -217,7 +208,7 @@ def _read_jsonl(path: Path, rel: str, out: _Collector) -> list[tuple[int, Any]] 
         try:
             rows.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            out.error(rel, number, None, f"invalid JSON ({exc.msg}, column {exc.colno})")
+            out.add(rel, number, None, f"invalid JSON ({exc.msg}, column {exc.colno})")
             ok = False
     return rows if ok else None
 
@@ -234,14 +225,14 @@ def _read_dimension(
     eval_path = root / "data" / f"{split}_eval_prompts" / f"{dim}{EVAL_SUFFIX}"
     eval_rel = _rel(root, eval_path)
     if not eval_path.is_file():
-        out.error(eval_rel, None, None, f"file not found (needed to pair {prompt_rel})")
+        out.add(eval_rel, None, None, f"file not found (needed to pair {prompt_rel})")
         return None, prompt_rel, eval_rel
     prompts = _read_jsonl(prompt_path, prompt_rel, out)
     evals = _read_jsonl(eval_path, eval_rel, out)
     if prompts is None or evals is None:
         return None, prompt_rel, eval_rel
     if len(prompts) != len(evals):
-        out.error(
+        out.add(
             eval_rel,
             None,
             None,
@@ -273,32 +264,32 @@ def _check_row(
     """Validate one prompt row and its eval row; ``None`` (with errors) if invalid."""
     n_errors = len(out.errors)
     if not isinstance(prompt, dict):
-        out.error(prompt_rel, p_line, None, "a row must be a JSON object")
+        out.add(prompt_rel, p_line, None, "a row must be a JSON object")
         prompt = {}
     if not isinstance(ev, dict):
-        out.error(eval_rel, e_line, None, "a row must be a JSON object")
+        out.add(eval_rel, e_line, None, "a row must be a JSON object")
         ev = {}
     for name in ("short_description", "long_description"):
         value = prompt.get(name)
         if not isinstance(value, str) or not value.strip():
-            out.error(prompt_rel, p_line, name, "missing or not a non-empty string")
+            out.add(prompt_rel, p_line, name, "missing or not a non-empty string")
     for rel, line, row in ((prompt_rel, p_line, prompt), (eval_rel, e_line, ev)):
         if "type" in row and row["type"] != dim:
-            out.error(rel, line, "type", f"{row['type']!r} differs from the file's dimension")
+            out.add(rel, line, "type", f"{row['type']!r} differs from the file's dimension")
     questions = ev.get("yn_question_list")
     answers = ev.get("yn_answer_list")
     if not _is_str_list(questions) or not questions:
-        out.error(
+        out.add(
             eval_rel, e_line, "yn_question_list", "missing or not a non-empty list of strings"
         )
         questions = None
     if not _is_str_list(answers):
-        out.error(eval_rel, e_line, "yn_answer_list", "missing or not a list of strings")
+        out.add(eval_rel, e_line, "yn_answer_list", "missing or not a list of strings")
         answers = None
     pass_answers: list[str] = []
     if questions is not None and answers is not None:
         if len(answers) != len(questions):
-            out.error(
+            out.add(
                 eval_rel,
                 e_line,
                 "yn_answer_list",
@@ -307,14 +298,14 @@ def _check_row(
         for k, answer in enumerate(answers):
             norm = answer.strip().lower()
             if norm not in ("yes", "no"):
-                out.error(eval_rel, e_line, f"yn_answer_list[{k}]", f"{answer!r} is not yes/no")
+                out.add(eval_rel, e_line, f"yn_answer_list[{k}]", f"{answer!r} is not yes/no")
             pass_answers.append(norm)
         for k, question in enumerate(questions):
             if not question.strip():
-                out.error(eval_rel, e_line, f"yn_question_list[{k}]", "empty question")
+                out.add(eval_rel, e_line, f"yn_question_list[{k}]", "empty question")
     corr = ev.get("corrspond_idx")
     if corr is not None and (not isinstance(corr, int) or isinstance(corr, bool) or corr < 0):
-        out.error(eval_rel, e_line, "corrspond_idx", f"{corr!r} is not a row index")
+        out.add(eval_rel, e_line, "corrspond_idx", f"{corr!r} is not a row index")
         corr = None
     if len(out.errors) > n_errors:
         return None
@@ -370,30 +361,30 @@ def _read_results(root: Path, out: _Collector) -> list[_Result]:
         model_dir = dim_dir.parent
         judge_dir = model_dir.parent
         if len(path.relative_to(eval_root).parts) < 5:
-            out.error(rel, None, None, "expected <judge>/<model>/<dim>/<short|long>/<n>.json")
+            out.add(rel, None, None, "expected <judge>/<model>/<dim>/<short|long>/<n>.json")
             continue
         stem = path.stem
         if not stem.isdigit():
-            out.error(rel, None, None, "file name must be the prompt's line index, e.g. 12.json")
+            out.add(rel, None, None, "file name must be the prompt's line index, e.g. 12.json")
             continue
         judge = _judge_name(judge_dir.name)
         judge_rel = _rel(root, judge_dir)
         if judge_folders.setdefault(judge, judge_rel) != judge_rel:
-            out.error(
+            out.add(
                 rel, None, None, f"judge {judge!r} also named by folder {judge_folders[judge]}"
             )
             continue
         protected = guard.file_problem(path)
         if protected is not None:
-            out.error(rel, None, None, protected)
+            out.add(rel, None, None, protected)
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            out.error(rel, None, None, f"invalid JSON ({exc.msg}, line {exc.lineno})")
+            out.add(rel, None, None, f"invalid JSON ({exc.msg}, line {exc.lineno})")
             continue
         except (OSError, UnicodeDecodeError) as exc:
-            out.error(rel, None, None, f"cannot read file ({exc})")
+            out.add(rel, None, None, f"cannot read file ({exc})")
             continue
         result = _Result(judge, model_dir.name, dim_dir.name, variant_dir.name, int(stem), rel, {})
         if _check_result(result, data, out):
@@ -406,21 +397,21 @@ def _check_result(result: _Result, data: Any, out: _Collector) -> bool:
     """Validate the fields of one result file (not yet against the checklist)."""
     rel = result.rel
     if not isinstance(data, dict):
-        out.error(rel, None, None, "must be a JSON object")
+        out.add(rel, None, None, "must be a JSON object")
         return False
     n_errors = len(out.errors)
     for name in ("questions", "gt_answers", "model_pred"):
         if name not in data:
-            out.error(rel, None, name, "missing")
+            out.add(rel, None, name, "missing")
         elif not isinstance(data[name], list):
-            out.error(rel, None, name, "must be a list")
+            out.add(rel, None, name, "must be a list")
     for name in ("questions", "gt_answers"):
         if isinstance(data.get(name), list) and not _is_str_list(data[name]):
-            out.error(rel, None, name, "must be a list of strings")
+            out.add(rel, None, name, "must be a list of strings")
     if "model_output" not in data:
-        out.error(rel, None, "model_output", "missing")
+        out.add(rel, None, "model_output", "missing")
     elif not isinstance(data["model_output"], str):
-        out.error(rel, None, "model_output", "must be a string")
+        out.add(rel, None, "model_output", "must be a string")
     expected = {
         "line_idx": result.line_idx,
         "attribute": result.dim,
@@ -429,7 +420,7 @@ def _check_result(result: _Result, data: Any, out: _Collector) -> bool:
     }
     for name, want in expected.items():
         if name in data and data[name] != want:
-            out.error(rel, None, name, f"{data[name]!r} does not match the file's place ({want!r})")
+            out.add(rel, None, name, f"{data[name]!r} does not match the file's place ({want!r})")
     return len(out.errors) == n_errors
 
 
@@ -457,7 +448,7 @@ def _map_testmini(
             idx = row.corrspond_idx
             assert idx is not None
             if idx >= len(test):
-                out.error(
+                out.add(
                     eval_rel,
                     row.eval_line,
                     "corrspond_idx",
@@ -465,7 +456,7 @@ def _map_testmini(
                 )
                 ok = False
             elif _row_key(test[idx]) != _row_key(row):
-                out.error(
+                out.add(
                     eval_rel,
                     row.eval_line,
                     "corrspond_idx",
@@ -473,7 +464,7 @@ def _map_testmini(
                 )
                 ok = False
             elif idx in indices:
-                out.error(eval_rel, row.eval_line, "corrspond_idx", f"{idx} is used twice")
+                out.add(eval_rel, row.eval_line, "corrspond_idx", f"{idx} is used twice")
                 ok = False
             indices.append(idx)
         return indices if ok else None
@@ -568,25 +559,25 @@ def read(root: Path, *, split: str = "auto", images: Path | None = None) -> Proj
     mini = _read_split(root, "testmini", out)
     results = _read_results(root, out)
     if test is None:
-        out.error(
+        out.add(
             "data/test_prompts",
             None,
             None,
             "folder not found: task ids use the line indices of the full test files",
         )
     if split == "testmini" and mini is None:
-        out.error("data/testmini_prompts", None, None, "folder not found (split='testmini')")
-    if out.errors or test is None:
-        raise ImportRefused(out.errors[:MAX_PROBLEMS])
+        out.add("data/testmini_prompts", None, None, "folder not found (split='testmini')")
+    out.raise_if_any()
+    assert test is not None  # a missing test folder was refused above
 
     # Results must point at existing test rows and agree with their checklists.
     valid: list[_Result] = []
     for res in results:
         rows = test.rows.get(res.dim)
         if rows is None:
-            out.error(res.rel, None, "attribute", f"unknown dimension {res.dim!r}")
+            out.add(res.rel, None, "attribute", f"unknown dimension {res.dim!r}")
         elif res.line_idx >= len(rows):
-            out.error(
+            out.add(
                 res.rel,
                 None,
                 "line_idx",
@@ -604,13 +595,12 @@ def read(root: Path, *, split: str = "auto", images: Path | None = None) -> Proj
     if mini is not None:
         for dim, mini_rows in mini.rows.items():
             if dim not in test.rows:
-                out.error(mini.prompt_files[dim], None, None, "no test file for this dimension")
+                out.add(mini.prompt_files[dim], None, None, "no test file for this dimension")
                 continue
             membership[dim] = _map_testmini(
                 dim, mini_rows, test.rows[dim], result_idx[dim], mini, out
             )
-    if out.errors:
-        raise ImportRefused(out.errors[:MAX_PROBLEMS])
+    out.raise_if_any()
 
     used, pairs = _select_prompts(split, test, mini, results, membership, out)
     if mini is not None and used != "testmini":
@@ -675,8 +665,7 @@ def read(root: Path, *, split: str = "auto", images: Path | None = None) -> Proj
 
     images_root = _images_root(root, images, out)
     _build_outputs(data, kept, pairs, images_root, root, out)
-    if out.errors:
-        raise ImportRefused(out.errors[:MAX_PROBLEMS])
+    out.raise_if_any()
     judge_folders = {r.judge: r.rel.rsplit("/", 4)[0] for r in kept}
     data.judges = [
         Judge(name=name, kind="vlm", origin=(folder, None))
@@ -697,7 +686,7 @@ def _check_against_checklist(res: _Result, row: _Row, out: _Collector) -> bool:
     questions = [q.strip() for q in res.data["questions"]]
     ok = True
     if questions != row.questions:
-        out.error(
+        out.add(
             res.rel,
             None,
             "questions",
@@ -706,7 +695,7 @@ def _check_against_checklist(res: _Result, row: _Row, out: _Collector) -> bool:
         ok = False
     gt = [a.strip().lower() for a in res.data["gt_answers"]]
     if gt != row.answers:
-        out.error(
+        out.add(
             res.rel,
             None,
             "gt_answers",
@@ -722,7 +711,7 @@ def _images_root(root: Path, images: Path | None, out: _Collector) -> Path | Non
         return candidate if candidate.is_dir() else None
     images = Path(images)
     if not images.is_dir():
-        out.error(str(images), None, None, "images folder not found")
+        out.add(str(images), None, None, "images folder not found")
         return None
     return images
 
@@ -767,7 +756,7 @@ def _build_outputs(
                 try:
                     file = prober(resolve_inside(images_root, rel_image))
                 except (BadPath, BadImage) as exc:
-                    out.error(_rel(root, images_root / rel_image), None, "path", str(exc))
+                    out.add(_rel(root, images_root / rel_image), None, "path", str(exc))
                     continue
                 origin = (_rel(root, images_root / rel_image), None)
                 data.outputs.append(

@@ -33,11 +33,10 @@ from annotation.records import (
     YES_NO,
     Annotation,
     Criterion,
-    ImportRefused,
     Judge,
     Judgment,
     Output,
-    Problem,
+    Problems,
     ProjectData,
     Question,
     Task,
@@ -46,13 +45,11 @@ from annotation.records import (
 from annotation.store import Store, dumps
 from annotation.trace.decompose import decompose
 from annotation.trace.formula import FormulaError, parse
+from annotation.trace.nodes import ROOT, output_node
 from annotation.vif.conflicts import CONFLICT_KEYS
 
-MAX_ERRORS = 20
 #: criterion names, the keys of judgments and annotations (docs: ``[a-z0-9_]+``)
 CRITERION_NAME = re.compile(r"[a-z0-9_]+")
-#: the root of every diagnostic tree; root outputs are the task's ordinary outputs
-ROOT_NODE = "N0"
 
 
 @dataclass
@@ -61,17 +58,6 @@ class CheckResult:
 
     project: ProjectData
     unchanged: dict[str, int] = field(default_factory=dict)
-
-
-class _Problems:
-    def __init__(self) -> None:
-        self.items: list[Problem] = []
-
-    def add(self, origin: tuple[str, int | None], fld: str | None, message: str) -> None:
-        self.items.append(Problem(origin[0] or "?", origin[1], fld, message))
-
-    def full(self) -> bool:
-        return len(self.items) >= MAX_ERRORS
 
 
 def _criterion_row(c: Criterion) -> dict[str, Any]:
@@ -135,156 +121,227 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
     """Validate ``project`` against itself and ``existing`` (from ``Store.existing_rows``,
     updated with :func:`existing_tree_rows` for the diagnostic-tree checks of node outputs).
 
-    Returns the rows to write; raises :class:`ImportRefused` listing up to 20 problems.
+    One check per kind of record, in this order (each reads what the ones before it
+    kept): criteria, judges, tasks and their images, questions, diagnostic trees, outputs,
+    judgments, annotations. Returns the rows to write; raises :class:`ImportRefused`
+    listing up to 20 problems.
     """
-    pr = _Problems()
-    unchanged: Counter[str] = Counter()
-    out = replace(project, criteria=[], judges=[], tasks=[], images=[], questions=[],
-                  outputs=[], judgments=[], annotations=[])
+    ck = _Check(existing, replace(project, criteria=[], judges=[], tasks=[], images=[],
+                                  questions=[], outputs=[], judgments=[], annotations=[]))
+    criteria = _check_criteria(ck, project.criteria)
+    judges = _check_judges(ck, project.judges)
+    task_checklist = _check_tasks(ck, project.tasks, project.images)
+    question_checklist = _check_questions(ck, project.questions)
+    tree_nodes = _check_trees(ck, project.tasks, question_checklist)
+    output_task, missing_outputs = _check_outputs(ck, project.outputs, task_checklist,
+                                                  tree_nodes)
+    targets = _Targets(output_task, task_checklist, question_checklist, criteria)
+    _check_judgments(ck, project.judgments, targets, judges)
+    _check_annotations(ck, project.annotations, targets, missing_outputs)
+    ck.pr.raise_if_any()
+    return CheckResult(ck.out, dict(ck.unchanged))
 
-    # --- criteria and judges -------------------------------------------------------
-    criteria: dict[str, dict[str, Any]] = dict(existing.get("all_criteria", {}))
+
+@dataclass
+class _Check:
+    """One run of :func:`check_project`: the stored rows, the rows kept so far, how many
+    were already stored as they are, and the problems found."""
+
+    existing: dict[str, Any]
+    out: ProjectData
+    unchanged: Counter[str] = field(default_factory=Counter)
+    pr: Problems = field(default_factory=Problems)
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """What an answer (judgment or annotation) may name: output -> task, task ->
+    checklist, question -> checklist, criterion -> its scale."""
+
+    output_task: dict[str, str]
+    task_checklist: dict[str, str]
+    question_checklist: dict[str, str]
+    criteria: dict[str, dict[str, Any]]
+
+
+def _check_criteria(ck: _Check, records: list[Criterion]) -> dict[str, dict[str, Any]]:
+    """Criteria: unique, well-named, min < max, same as a stored one. Returns every
+    criterion (stored and new) -> ``{min, max, step}``."""
+    pr = ck.pr
+    criteria: dict[str, dict[str, Any]] = dict(ck.existing.get("all_criteria", {}))
     seen: set[str] = set()
-    for c in project.criteria:
+    for c in records:
         if c.name in seen:
-            pr.add(c.origin, "criteria.name", f"duplicate criterion {c.name!r}")
+            pr.at(c.origin, "criteria.name", f"duplicate criterion {c.name!r}")
             continue
         seen.add(c.name)
         if not CRITERION_NAME.fullmatch(c.name):
-            pr.add(c.origin, f"criteria[{c.name}].name", "use lowercase letters a-z, digits "
-                   f"and '_' only ([a-z0-9_]+): {c.name!r}")
+            pr.at(c.origin, f"criteria[{c.name}].name", "use lowercase letters a-z, digits "
+                  f"and '_' only ([a-z0-9_]+): {c.name!r}")
         if c.min >= c.max:
-            pr.add(c.origin, f"criteria[{c.name}].max", "max must be greater than min")
-        old = existing["criteria"].get(c.name)
+            pr.at(c.origin, f"criteria[{c.name}].max", "max must be greater than min")
+        old = ck.existing["criteria"].get(c.name)
         if old is not None:
             diff = _first_difference(_criterion_row(c), old)
             if diff:
-                pr.add(c.origin, f"criteria[{c.name}].{diff}",
-                       "differs from the criterion already in the database")
-            unchanged["criteria"] += 1
+                pr.at(c.origin, f"criteria[{c.name}].{diff}",
+                      "differs from the criterion already in the database")
+            ck.unchanged["criteria"] += 1
             continue
         criteria[c.name] = {"min": c.min, "max": c.max, "step": c.step}
-        out.criteria.append(c)
-    judges: dict[str, dict[str, Any]] = dict(existing.get("all_judges", {}))
+        ck.out.criteria.append(c)
+    return criteria
+
+
+def _check_judges(ck: _Check, records: list[Judge]) -> dict[str, dict[str, Any]]:
+    """Judges: unique, same as a stored one. Returns every judge -> its row."""
+    pr = ck.pr
+    judges: dict[str, dict[str, Any]] = dict(ck.existing.get("all_judges", {}))
     seen = set()
-    for j in project.judges:
+    for j in records:
         if j.name in seen:
-            pr.add(j.origin, "judges.name", f"duplicate judge {j.name!r}")
+            pr.at(j.origin, "judges.name", f"duplicate judge {j.name!r}")
             continue
         seen.add(j.name)
-        old = existing["judges"].get(j.name)
+        old = ck.existing["judges"].get(j.name)
         if old is not None:
             diff = _first_difference(_judge_row(j), old)
             if diff:
-                pr.add(j.origin, f"judges[{j.name}].{diff}",
-                       "differs from the judge already in the database")
-            unchanged["judges"] += 1
+                pr.at(j.origin, f"judges[{j.name}].{diff}",
+                      "differs from the judge already in the database")
+            ck.unchanged["judges"] += 1
             continue
         judges[j.name] = _judge_row(j)
-        out.judges.append(j)
+        ck.out.judges.append(j)
+    return judges
 
-    # --- tasks and their images ----------------------------------------------------------
-    task_checklist: dict[str, str] = dict(existing.get("task_checklists", {}))
+
+def _check_tasks(ck: _Check, tasks: list[Task], images: list[TaskImage]) -> dict[str, str]:
+    """Tasks and their images: unique, same as a stored task (images too), no image of
+    an unknown task. Returns every task -> its checklist."""
+    pr = ck.pr
+    task_checklist: dict[str, str] = dict(ck.existing.get("task_checklists", {}))
     images_by_task: dict[str, list[TaskImage]] = {}
-    for image in project.images:
+    for image in images:
         images_by_task.setdefault(image.task_id, []).append(image)
     seen = set()
-    for t in project.tasks:
+    for t in tasks:
         if t.task_id in seen:
-            pr.add(t.origin, "task_id", f"duplicate task_id {t.task_id!r}")
+            pr.at(t.origin, "task_id", f"duplicate task_id {t.task_id!r}")
             continue
         seen.add(t.task_id)
-        images = images_by_task.get(t.task_id, [])
-        old = existing["tasks"].get(t.task_id)
+        mine = images_by_task.get(t.task_id, [])
+        old = ck.existing["tasks"].get(t.task_id)
         if old is not None:
             diff = _first_difference(_task_row(t), old)
             if diff is None:
-                old_images = {k[1]: v for k, v in existing["images"].items() if k[0] == t.task_id}
-                if len(old_images) != len(images):
+                old_images = {k[1]: v for k, v in ck.existing["images"].items()
+                              if k[0] == t.task_id}
+                if len(old_images) != len(mine):
                     diff = "images"
-                for image in images:
+                for image in mine:
                     o = old_images.get(image.index)
                     if o is None or _first_difference(_image_row(image), o):
                         diff = f"images[{image.index}]"
                         break
             if diff:
-                pr.add(t.origin, diff, f"differs from task {t.task_id!r} already in the database")
-            unchanged["tasks"] += 1
+                pr.at(t.origin, diff, f"differs from task {t.task_id!r} already in the database")
+            ck.unchanged["tasks"] += 1
             continue
         task_checklist[t.task_id] = t.checklist_id
-        out.tasks.append(t)
-        out.images.extend(images)
+        ck.out.tasks.append(t)
+        ck.out.images.extend(mine)
     for task_id in images_by_task:
         if task_id not in seen:
             image = images_by_task[task_id][0]
-            pr.add(image.origin, "images", f"image of unknown task {task_id!r}")
+            pr.at(image.origin, "images", f"image of unknown task {task_id!r}")
+    return task_checklist
 
-    # --- questions -----------------------------------------------------------------------
-    question_checklist: dict[str, str] = dict(existing.get("all_questions", {}))
+
+def _check_questions(ck: _Check, questions: list[Question]) -> dict[str, str]:
+    """Questions: unique, a yes/no pass answer, dependencies inside the checklist and
+    without cycles, same as a stored one. Returns every question -> its checklist."""
+    pr = ck.pr
+    question_checklist: dict[str, str] = dict(ck.existing.get("all_questions", {}))
     by_checklist: dict[str, list[Question]] = {}
-    for q in project.questions:
+    for q in questions:
         by_checklist.setdefault(q.checklist_id, []).append(q)
     seen = set()
-    for checklist_id, questions in by_checklist.items():
-        ids = {q.question_id for q in questions}
-        for q in questions:
+    for checklist_id, listed in by_checklist.items():
+        ids = {q.question_id for q in listed}
+        for q in listed:
             if q.question_id in seen:
-                pr.add(q.origin, "question_id", f"duplicate question_id {q.question_id!r}")
+                pr.at(q.origin, "question_id", f"duplicate question_id {q.question_id!r}")
                 continue
             seen.add(q.question_id)
             if q.pass_answer not in YES_NO:
-                pr.add(q.origin, f"questions[{q.question_id}].pass_answer",
-                       f"must be 'yes' or 'no', not {q.pass_answer!r}")
+                pr.at(q.origin, f"questions[{q.question_id}].pass_answer",
+                      f"must be 'yes' or 'no', not {q.pass_answer!r}")
             for parent in q.depends_on:
                 if parent == q.question_id:
-                    pr.add(q.origin, f"questions[{q.question_id}].depends_on",
-                           "a question cannot depend on itself")
+                    pr.at(q.origin, f"questions[{q.question_id}].depends_on",
+                          "a question cannot depend on itself")
                 elif parent not in ids and question_checklist.get(parent) != checklist_id:
-                    pr.add(q.origin, f"questions[{q.question_id}].depends_on",
-                           f"unknown question {parent!r} (must be in the same checklist)")
-            old = existing["questions"].get(q.question_id)
+                    pr.at(q.origin, f"questions[{q.question_id}].depends_on",
+                          f"unknown question {parent!r} (must be in the same checklist)")
+            old = ck.existing["questions"].get(q.question_id)
             if old is not None:
                 diff = _first_difference(_question_row(q), old)
                 if diff:
-                    pr.add(q.origin, f"questions[{q.question_id}].{diff}",
-                           "differs from the question already in the database")
-                unchanged["questions"] += 1
+                    pr.at(q.origin, f"questions[{q.question_id}].{diff}",
+                          "differs from the question already in the database")
+                ck.unchanged["questions"] += 1
                 continue
             question_checklist[q.question_id] = checklist_id
-            out.questions.append(q)
-    for q, cycle in _dependency_cycles(project.questions):
-        pr.add(q.origin, f"questions[{q.question_id}].depends_on",
-               "dependency cycle: " + " -> ".join(cycle) + " (each depends on the next)")
+            ck.out.questions.append(q)
+    for q, cycle in _dependency_cycles(questions):
+        pr.at(q.origin, f"questions[{q.question_id}].depends_on",
+              "dependency cycle: " + " -> ".join(cycle) + " (each depends on the next)")
+    return question_checklist
 
-    # --- diagnostic trees (TRACE-Bench): the tasks' meta.formula and meta.tree_nodes -------
+
+def _check_trees(ck: _Check, tasks: list[Task], question_checklist: dict[str, str]
+                 ) -> dict[str, frozenset[str] | None]:
+    """Diagnostic trees (TRACE-Bench): each task's ``meta.formula`` and
+    ``meta.tree_nodes`` (:func:`tree_problems`). Returns task -> its node ids (None: no
+    tree), for the new tasks and the stored ones that node outputs name."""
+    pr = ck.pr
     tree_nodes: dict[str, frozenset[str] | None] = {}  # task -> node ids (None: no tree)
-    for t in project.tasks:
+    for t in tasks:
         if t.task_id in tree_nodes:
             continue
         found, nodes = tree_problems(t.meta, t.checklist_id, question_checklist)
         for fld, message in found:
-            pr.add(t.origin, fld, message)
+            pr.at(t.origin, fld, message)
         tree_nodes[t.task_id] = nodes
-    for task_id, (checklist_id, meta) in existing.get("task_meta", {}).items():
+    for task_id, (checklist_id, meta) in ck.existing.get("task_meta", {}).items():
         if task_id not in tree_nodes:  # a task already stored: its tree, without reports
             tree_nodes[task_id] = tree_problems(meta, checklist_id, question_checklist)[1]
+    return tree_nodes
 
-    # --- outputs ------------------------------------------------------------------------
-    output_task: dict[str, str] = dict(existing.get("all_output_ids", {}))
+
+def _check_outputs(ck: _Check, outputs: list[Output], task_checklist: dict[str, str],
+                   tree_nodes: dict[str, frozenset[str] | None]
+                   ) -> tuple[dict[str, str], set[str]]:
+    """Outputs: unique, of a known task, a missing one without a path, a node of its
+    task's tree, one per task, generator and node, same as a stored one. Returns every
+    output -> its task, and the outputs marked missing."""
+    pr = ck.pr
+    output_task: dict[str, str] = dict(ck.existing.get("all_output_ids", {}))
     new_outputs: set[str] = set()
     # (task, generator, node) -> output id: the stored outputs of the tasks, then the new ones
-    slots: dict[tuple[str, str, str], str] = dict(existing.get("output_slots", {}))
+    slots: dict[tuple[str, str, str], str] = dict(ck.existing.get("output_slots", {}))
     stored_slots = set(slots)
-    for o in project.outputs:
+    for o in outputs:
         if o.output_id in new_outputs:
-            pr.add(o.origin, "output_id", f"duplicate output_id {o.output_id!r}")
+            pr.at(o.origin, "output_id", f"duplicate output_id {o.output_id!r}")
             continue
         new_outputs.add(o.output_id)
         if o.task_id not in task_checklist:
-            pr.add(o.origin, "task_id", f"unknown task {o.task_id!r}")
+            pr.at(o.origin, "task_id", f"unknown task {o.task_id!r}")
             continue
         if o.missing and o.path is not None:
-            pr.add(o.origin, "path", "an output marked missing cannot have a path")
+            pr.at(o.origin, "path", "an output marked missing cannot have a path")
         node = _node_problem(pr, o, tree_nodes)
         if node is not None:
             slot = (o.task_id, o.generator, node)
@@ -293,60 +350,67 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
                 where = (f" (output {holder!r}, already in the database)" if slot in stored_slots
                          else f" (output {holder!r})")
                 if o.meta.get("node") is None:
-                    pr.add(o.origin, "generator", f"a second output of {o.generator!r} for "
-                           f"task {o.task_id!r}{where}")
+                    pr.at(o.origin, "generator", f"a second output of {o.generator!r} for "
+                          f"task {o.task_id!r}{where}")
                 else:
-                    pr.add(o.origin, "meta.node", f"a second output of {o.generator!r} for "
-                           f"node {node!r} of task {o.task_id!r}{where}")
-        old = existing["outputs"].get(o.output_id)
+                    pr.at(o.origin, "meta.node", f"a second output of {o.generator!r} for "
+                          f"node {node!r} of task {o.task_id!r}{where}")
+        old = ck.existing["outputs"].get(o.output_id)
         if old is not None:
             diff = _first_difference(_output_row(o), old)
             if diff:
-                pr.add(o.origin, diff,
-                       f"differs from output {o.output_id!r} already in the database")
-            unchanged["outputs"] += 1
+                pr.at(o.origin, diff,
+                      f"differs from output {o.output_id!r} already in the database")
+            ck.unchanged["outputs"] += 1
             continue
         output_task[o.output_id] = o.task_id
-        out.outputs.append(o)
-    missing_outputs = {o.output_id for o in project.outputs if o.missing}
-    missing_outputs |= {k for k, v in existing["outputs"].items() if v.get("missing")}
+        ck.out.outputs.append(o)
+    missing_outputs = {o.output_id for o in outputs if o.missing}
+    missing_outputs |= {k for k, v in ck.existing["outputs"].items() if v.get("missing")}
+    return output_task, missing_outputs
 
-    # --- judgments ----------------------------------------------------------------------
-    old_judgments = existing.get("judgments", {})
+
+def _check_judgments(ck: _Check, judgments: list[Judgment], targets: _Targets,
+                     judges: dict[str, dict[str, Any]]) -> None:
+    """Judgments: one per judge, output and question or criterion; a known target and
+    judge; the parse status agrees with the answer; a yes/no answer or a score on the
+    judge's (else the criterion's) scale; same as a stored one."""
+    pr = ck.pr
+    old_judgments = ck.existing.get("judgments", {})
     seen_keys: set[tuple[Any, ...]] = set()
-    for j in project.judgments:
-        if pr.full():
+    for j in judgments:
+        if pr.full:
             break
         key = (j.judge, j.output_id, j.question_id, j.criterion)
         if key in seen_keys:
-            pr.add(j.origin, "output_id", "a second answer of this judge for the same output and "
-                   f"{'question' if j.question_id else 'criterion'}")
+            pr.at(j.origin, "output_id", "a second answer of this judge for the same output and "
+                  f"{'question' if j.question_id else 'criterion'}")
             continue
         seen_keys.add(key)
-        _check_target(pr, j, output_task, task_checklist, question_checklist, criteria, "judge")
+        _check_target(pr, j, targets, "judge")
         judge = judges.get(j.judge)
         if judge is None:
-            pr.add(j.origin, "judge", f"unknown judge {j.judge!r} (declare it in bundle.json)")
+            pr.at(j.origin, "judge", f"unknown judge {j.judge!r} (declare it in bundle.json)")
         if j.parse_status not in ("ok", "unparsed"):
-            pr.add(j.origin, "parse_status", f"must be 'ok' or 'unparsed', not {j.parse_status!r}")
+            pr.at(j.origin, "parse_status", f"must be 'ok' or 'unparsed', not {j.parse_status!r}")
         elif j.parse_status == "unparsed" and (j.answer is not None or j.score is not None):
-            pr.add(j.origin, "parse_status", "'unparsed' means the judge's text could not be "
-                   f"read: '{'answer' if j.answer is not None else 'score'}' must then be null")
+            pr.at(j.origin, "parse_status", "'unparsed' means the judge's text could not be "
+                  f"read: '{'answer' if j.answer is not None else 'score'}' must then be null")
         if j.question_id is not None:
             if j.score is not None:
-                pr.add(j.origin, "score", "a question is answered with 'answer', not 'score'")
+                pr.at(j.origin, "score", "a question is answered with 'answer', not 'score'")
             if j.answer is None and j.parse_status == "ok":
-                pr.add(j.origin, "answer", "missing (or set parse_status to 'unparsed')")
+                pr.at(j.origin, "answer", "missing (or set parse_status to 'unparsed')")
             elif j.answer is not None and j.answer not in YES_NO:
-                pr.add(j.origin, "answer", f"must be 'yes' or 'no', not {j.answer!r}")
+                pr.at(j.origin, "answer", f"must be 'yes' or 'no', not {j.answer!r}")
         elif j.criterion is not None:
             if j.answer is not None:
-                pr.add(j.origin, "answer", "a criterion is scored with 'score', not 'answer'")
+                pr.at(j.origin, "answer", "a criterion is scored with 'score', not 'answer'")
             if j.score is None:
                 if j.parse_status == "ok":
-                    pr.add(j.origin, "score", "missing (or set parse_status to 'unparsed')")
+                    pr.at(j.origin, "score", "missing (or set parse_status to 'unparsed')")
             else:
-                crit = criteria.get(j.criterion)
+                crit = targets.criteria.get(j.criterion)
                 if judge is not None and judge.get("scale_min") is not None:
                     scale = (judge["scale_min"], judge["scale_max"], None)
                 elif crit is not None:
@@ -356,39 +420,44 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
                 if scale is not None:
                     msg = _on_scale(float(j.score), *scale)
                     if msg:
-                        pr.add(j.origin, "score", msg)
+                        pr.at(j.origin, "score", msg)
         old = old_judgments.get(key)
         if old is not None:
             diff = _first_difference(_judgment_row(j), old)
             if diff:
-                pr.add(j.origin, diff, "differs from this judge's answer already in the database")
-            unchanged["judgments"] += 1
+                pr.at(j.origin, diff, "differs from this judge's answer already in the database")
+            ck.unchanged["judgments"] += 1
             continue
-        out.judgments.append(j)
+        ck.out.judgments.append(j)
 
-    # --- annotations --------------------------------------------------------------------
-    old_annotations = existing.get("annotations", {})
-    for a in project.annotations:
-        if pr.full():
+
+def _check_annotations(ck: _Check, annotations: list[Annotation], targets: _Targets,
+                       missing_outputs: set[str]) -> None:
+    """Annotations: a known target that is not missing, an allowed answer or a score on
+    the criterion's scale; one already stored (same time, answer, score and note) is
+    counted as unchanged."""
+    pr = ck.pr
+    old_annotations = ck.existing.get("annotations", {})
+    for a in annotations:
+        if pr.full:
             break
-        _check_target(pr, a, output_task, task_checklist, question_checklist, criteria,
-                      "annotator")
+        _check_target(pr, a, targets, "annotator")
         if a.output_id in missing_outputs:
-            pr.add(a.origin, "output_id", f"output {a.output_id!r} is missing: nothing to annotate")
+            pr.at(a.origin, "output_id", f"output {a.output_id!r} is missing: nothing to annotate")
         if a.question_id is not None:
             if a.answer not in HUMAN_ANSWERS:
-                pr.add(a.origin, "answer", f"must be one of {', '.join(HUMAN_ANSWERS)}, "
-                       f"not {a.answer!r}")
+                pr.at(a.origin, "answer", f"must be one of {', '.join(HUMAN_ANSWERS)}, "
+                      f"not {a.answer!r}")
             if a.score is not None:
-                pr.add(a.origin, "score", "a question is answered with 'answer', not 'score'")
+                pr.at(a.origin, "score", "a question is answered with 'answer', not 'score'")
         elif a.criterion is not None:
-            crit = criteria.get(a.criterion)
+            crit = targets.criteria.get(a.criterion)
             if a.score is None:
-                pr.add(a.origin, "score", "missing")
+                pr.at(a.origin, "score", "missing")
             elif crit is not None:
                 msg = _on_scale(float(a.score), crit["min"], crit["max"], crit["step"])
                 if msg:
-                    pr.add(a.origin, "score", msg)
+                    pr.at(a.origin, "score", msg)
         key = (a.annotator, a.output_id, a.question_id, a.criterion)
         history = old_annotations.get(key, [])
         if any(
@@ -397,13 +466,9 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
             and h["score"] == (None if a.score is None else float(a.score)) and h["note"] == a.note
             for h in history
         ):
-            unchanged["annotations"] += 1
+            ck.unchanged["annotations"] += 1
             continue
-        out.annotations.append(a)
-
-    if pr.items:
-        raise ImportRefused(pr.items[:MAX_ERRORS])
-    return CheckResult(out, dict(unchanged))
+        ck.out.annotations.append(a)
 
 
 def _dependency_cycles(questions: list[Question]) -> list[tuple[Question, list[str]]]:
@@ -441,27 +506,27 @@ def _dependency_cycles(questions: list[Question]) -> list[tuple[Question, list[s
     return cycles
 
 
-def _node_problem(pr: _Problems, o: Output, tree_nodes: dict[str, frozenset[str] | None]
+def _node_problem(pr: Problems, o: Output, tree_nodes: dict[str, frozenset[str] | None]
                   ) -> str | None:
     """Check an output's ``meta.node`` against its task's tree; return the node it fills
-    (:data:`ROOT_NODE` for an ordinary output), None when ``meta.node`` is not a string."""
+    (:data:`ROOT` for an ordinary output), None when ``meta.node`` is not a string."""
     node = o.meta.get("node")
     if node is None:
-        return ROOT_NODE
+        return ROOT
     if not isinstance(node, str) or not node.strip():
-        pr.add(o.origin, "meta.node", f"expected a node id of the task's diagnostic tree (a "
-               f"string), got {_got(node)}")
+        pr.at(o.origin, "meta.node", f"expected a node id of the task's diagnostic tree (a "
+              f"string), got {_got(node)}")
         return None
     if o.task_id not in tree_nodes:  # a stored task whose meta was not looked up
         return node
     nodes = tree_nodes[o.task_id]
     if nodes is None:
-        pr.add(o.origin, "meta.node", f"task {o.task_id!r} has no diagnostic tree "
-               "(meta.formula or meta.tree_nodes) for a node output")
+        pr.at(o.origin, "meta.node", f"task {o.task_id!r} has no diagnostic tree "
+              "(meta.formula or meta.tree_nodes) for a node output")
     elif nodes and node not in nodes:
         listed = ", ".join(sorted(nodes)[:12]) + (", ..." if len(nodes) > 12 else "")
-        pr.add(o.origin, "meta.node", f"{_got(node)} is not a node of the tree of task "
-               f"{o.task_id!r} (its nodes: {listed})")
+        pr.at(o.origin, "meta.node", f"{_got(node)} is not a node of the tree of task "
+              f"{o.task_id!r} (its nodes: {listed})")
     return node
 
 
@@ -480,8 +545,7 @@ def existing_tree_rows(store: Store, project: ProjectData) -> dict[str, Any]:
                                                    stored.generator, stored.meta, strict=True):
         if task_id not in tasks:
             continue
-        node = json.loads(meta).get("node") if meta and '"node"' in meta else None
-        slot = (task_id, generator, node if isinstance(node, str) and node else ROOT_NODE)
+        slot = (task_id, generator, output_node(meta))
         slots.setdefault(slot, output_id)
     task_meta: dict[str, tuple[str, dict[str, Any]]] = {}
     wanted = ({o.task_id for o in project.outputs if o.meta.get("node") is not None}
@@ -495,31 +559,26 @@ def existing_tree_rows(store: Store, project: ProjectData) -> dict[str, Any]:
     return {"output_slots": slots, "task_meta": task_meta}
 
 
-def _check_target(
-    pr: _Problems,
-    rec: Judgment | Annotation,
-    output_task: dict[str, str],
-    task_checklist: dict[str, str],
-    question_checklist: dict[str, str],
-    criteria: dict[str, Any],
-    who: str,
-) -> None:
+def _check_target(pr: Problems, rec: Judgment | Annotation, targets: _Targets, who: str
+                  ) -> None:
     """The output, question and criterion of one answer exist and belong together."""
+    output_task, task_checklist = targets.output_task, targets.task_checklist
+    question_checklist, criteria = targets.question_checklist, targets.criteria
     task_id = output_task.get(rec.output_id)
     if task_id is None:
-        pr.add(rec.origin, "output_id", f"unknown output {rec.output_id!r}")
+        pr.at(rec.origin, "output_id", f"unknown output {rec.output_id!r}")
     if (rec.question_id is None) == (rec.criterion is None):
-        pr.add(rec.origin, "question_id", "give exactly one of 'question_id' and 'criterion'")
+        pr.at(rec.origin, "question_id", "give exactly one of 'question_id' and 'criterion'")
         return
     if rec.question_id is not None:
         checklist = question_checklist.get(rec.question_id)
         if checklist is None:
-            pr.add(rec.origin, "question_id", f"unknown question {rec.question_id!r}")
+            pr.at(rec.origin, "question_id", f"unknown question {rec.question_id!r}")
         elif task_id is not None and task_checklist.get(task_id) != checklist:
-            pr.add(rec.origin, "question_id",
-                   f"question {rec.question_id!r} is not in the checklist of task {task_id!r}")
+            pr.at(rec.origin, "question_id",
+                  f"question {rec.question_id!r} is not in the checklist of task {task_id!r}")
     elif rec.criterion not in criteria:
-        pr.add(rec.origin, "criterion", f"unknown criterion {rec.criterion!r}")
+        pr.at(rec.origin, "criterion", f"unknown criterion {rec.criterion!r}")
 
 
 # ======================================================================================
@@ -870,8 +929,8 @@ def tree_problems(meta: Mapping[str, Any], checklist_id: str,
         names = ", ".join(_got(nid) for _, nid in roots)
         found.append(("meta.tree_nodes", "expected exactly one root (a node whose parent is "
                       f"null), found {len(roots)}{': ' + names if roots else ''}"))
-    elif roots[0][1] != ROOT_NODE:
-        found.append((f"{roots[0][0]}.id", f"the root's id must be {ROOT_NODE!r} (outputs "
+    elif roots[0][1] != ROOT:
+        found.append((f"{roots[0][0]}.id", f"the root's id must be {ROOT!r} (outputs "
                       f"without meta.node are the root's), got {_got(roots[0][1])}"))
     done: set[str] = set()
     for start in ids:  # follow the parents up: a walk that comes back is a cycle

@@ -93,6 +93,7 @@ from annotation.records import (
     NonFiniteNumber,
     Output,
     Problem,
+    Problems,
     ProjectData,
     Task,
     TaskImage,
@@ -142,7 +143,6 @@ KNOWN_ROW_KEYS = frozenset(
 )
 IMAGE_FIELDS = frozenset({"file", "index", "role", "kind", "label"})
 SCORE_ID_KEYS = ("id", "task_id")
-MAX_PROBLEMS = 20
 MAX_TEXT_BYTES = 1_000_000
 AVERAGE_TOLERANCE = 0.05
 
@@ -286,26 +286,6 @@ def _kind_from_file_name(file: Any) -> tuple[str | None, bool]:
     return ("arrow" if any(w.startswith("arrow") for w in hits) else None), True
 
 
-# --------------------------------------------------------------------------- problems
-
-
-class _Problems:
-    """Errors collected during one import."""
-
-    def __init__(self) -> None:
-        """Start with no problems."""
-        self.items: list[Problem] = []
-
-    def add(self, file: str, line: int | None, field: str | None, message: str) -> None:
-        """Record one error."""
-        self.items.append(Problem(file, line, field, message))
-
-    @property
-    def full(self) -> bool:
-        """True once enough errors were found to stop costly work."""
-        return len(self.items) >= MAX_PROBLEMS
-
-
 def _loads(text: str) -> Any:
     """Parse JSON, refusing non-finite numbers (:func:`annotation.records.loads_finite`)."""
     return loads_finite(text)
@@ -319,7 +299,7 @@ def _json_error(exc: ValueError) -> str:
 
 
 def _read_text(
-    root: Path, rel: str, problems: _Problems, max_bytes: int | None = None
+    root: Path, rel: str, problems: Problems, max_bytes: int | None = None
 ) -> str | None:
     """UTF-8 text of ``root/rel`` (inside the root), or None after recording an error.
 
@@ -340,7 +320,7 @@ def _read_text(
     return None
 
 
-def _read_jsonl(root: Path, rel: str, problems: _Problems) -> list[tuple[int, dict[str, Any]]]:
+def _read_jsonl(root: Path, rel: str, problems: Problems) -> list[tuple[int, dict[str, Any]]]:
     """JSON objects of a ``.jsonl`` file with their 1-based line numbers; blank lines skipped."""
     text = _read_text(root, rel, problems)
     if text is None:
@@ -748,8 +728,7 @@ class _Reader:
     def __init__(self, root: Path):
         """Prepare to read the release at ``root``."""
         self.root = root
-        self.problems = _Problems()
-        self.warnings: list[Problem] = []
+        self.problems = Problems()
         self.prober = ImageProber()
         self.tasks: list[Task] = []
         self.images: list[TaskImage] = []
@@ -760,7 +739,7 @@ class _Reader:
 
     def warn(self, file: str, line: int | None, field: str | None, message: str) -> None:
         """Record one warning (the import still succeeds)."""
-        self.warnings.append(Problem(file, line, field, message))
+        self.problems.warn(file, line, field, message)
 
     def probe(self, real: Path) -> ImageFile:
         """Probe an image file; read errors become :class:`BadImage`."""
@@ -1283,8 +1262,7 @@ class _Reader:
             self.read_conflict_labels()
         generations = self.read_generations() if not self.problems.full else {}
         judged = self.read_results() if not self.problems.full else {}
-        if self.problems.items:
-            raise ImportRefused(self.problems.items[:MAX_PROBLEMS])
+        self.problems.raise_if_any()
 
         models = sorted({m for _, m in generations} | {m for _, m in judged}
                         | set(_subdirs(self.root / "generations")))
@@ -1331,7 +1309,7 @@ class _Reader:
             images=self.images,
             outputs=outputs,
             judgments=judgments,
-            warnings=self.warnings,
+            warnings=self.problems.warnings,
         )
 
 

@@ -14,7 +14,8 @@ DataFrame (one row per conflict type, plus ``all`` where pooling makes sense):
 * :func:`verifier_agreement`: inter-annotator agreement on the verified labels:
   Krippendorff's alpha, nominal (Krippendorff 2011), and the mean pairwise percent
   agreement over tasks with two or more verifiers.
-* :func:`conflict_statistics`: seed 000 Section 3.2 ("438 of 1,241 tasks contain at least
+* :func:`conflict_statistics`: "VIF-Bench: Evaluating Visual Instruction Following in
+  Multi-Reference Image Generation", Section 3.2 ("438 of 1,241 tasks contain at least
   one conflict ... orientation conflict in 106 of the 315 tasks containing an orientation
   instruction (33.7%)"), recomputed from the automatic labels over all tasks, from the
   automatic labels over the verified tasks, and from the verified labels.
@@ -36,9 +37,6 @@ from annotation.stats.reliability import krippendorff_alpha
 from annotation.store import Store
 from annotation.vif.conflicts import CONFLICT_KEYS
 from annotation.work.verification import CONFLICT_TYPES, conflict_types, load_verify_item
-
-VERDICT_COLUMNS = ["task_id", "conflict", "verifier", "automatic", "agrees", "label", "note",
-                   "blind", "created_at"]
 
 
 # ------------------------------------------------------------------------ loading
@@ -174,7 +172,7 @@ def verifier_agreement(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 
 def conflict_statistics(tasks: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
-    """Seed 000 Section 3.2's table: per conflict type, the tasks with that instruction and
+    """VIF-Bench's Section 3.2 table: per conflict type, the tasks with that instruction and
     how many are conflicts, and the tasks with at least one conflict (``any``) among all
     tasks; from the automatic labels (all tasks, and the verified tasks only) and from the
     verified labels. Shares are of the column's own task count; ``verified_tasks`` counts

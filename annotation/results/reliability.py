@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.results.study import StudyData, output_groups
-from annotation.stats.reliability import LEVELS, _is_missing, alpha_table
+from annotation.stats.reliability import LEVELS, alpha_table, is_missing_value
 
 CHECKLIST = "checklist (yes/no)"
 CHECKLIST_CATEGORIES = ("yes", "no")
@@ -112,7 +112,7 @@ def _criterion_source(criterion: str, data: pd.DataFrame,
     level = level if isinstance(level, str) and level in LEVELS else "interval"
     step = spec.get("step")
     step = None if step is None or pd.isna(step) else float(step)
-    observed = [float(v) for v in data.value if not _is_missing(v)]
+    observed = [float(v) for v in data.value if not is_missing_value(v)]
     cats, note = scale_categories(float(spec["min"]), float(spec["max"]), step, observed)
     return _Source(criterion, level, data, cats, cats is None, note)
 
@@ -146,7 +146,7 @@ def reliability_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
                                 cluster_col="output_id", cluster_noun="outputs").iloc[0]
             row: dict[str, object] = {"criterion": src.criterion, "group": group}
             row.update({c: stats.get(c) for c in _FROM_ALPHA_TABLE})
-            answered = part[~part.value.map(_is_missing).astype(bool)]
+            answered = part[~part.value.map(is_missing_value).astype(bool)]
             row["n_outputs"] = int(answered.output_id.nunique())
             row["prevalence_yes"] = math.nan
             if src.criterion == CHECKLIST:

@@ -1,7 +1,8 @@
 """Results of diagnostic-tree review (TRACE-Bench): automatic localization, Table 3,
 Figure 11, automatic vs human localization, human vs human, failure reasons.
 
-TRACE-Bench (Wang et al. 2026, seed 002) decomposes each case into a diagnostic tree
+"TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image Generation" (Wang et al.
+2026) decomposes each case into a diagnostic tree
 (Sec. 3.5, Appendix C.2), judges every node again and attributes each operator instance
 that fails at the root to the component removed by the first step where it passes
 (Sec. 4.4, :mod:`annotation.trace.localize`). Appendix C.3 validates this against humans: "human
@@ -71,7 +72,8 @@ from annotation.trace.localize import (
     instance_results,
     localize,
 )
-from annotation.trace.trees import ROOT, Tree, instance_key, load_tree, tree_units
+from annotation.trace.nodes import output_node
+from annotation.trace.trees import Tree, instance_key, load_tree, tree_units
 from annotation.work.tree_review import NOT_A_FAILURE, PERSISTENT, REASONS, get_settings, judge_for
 
 __all__ = [
@@ -146,7 +148,7 @@ def _node_passes(store: Store, units: pd.DataFrame, judge: str) -> pd.DataFrame:
     """Per unit, node and question: ``passed`` (the judge's answer equals the pass
     answer), as :func:`annotation.trace.trees.question_passes` gives for one unit."""
     outputs = store.query_df("SELECT output_id, task_id, generator, meta FROM outputs")
-    outputs["node"] = [json.loads(m).get("node") or ROOT for m in outputs["meta"]]
+    outputs["node"] = [output_node(m) for m in outputs["meta"]]
     answers = store.query_df(
         "SELECT j.output_id, j.question_id, j.answer, q.pass_answer FROM judgments j"
         " JOIN questions q ON q.question_id = j.question_id WHERE j.judge = ?"

@@ -46,9 +46,6 @@ MIN_CLUSTERS = 10
 #: Cells per block of resample weights (bounds memory, not results).
 _BLOCK = 1 << 22
 
-AGREEMENT_STATS = ("agreement", "kappa", "ac1", "pabak", "p_pos", "p_neg", "yes_recall",
-                   "no_recall", "balanced_accuracy")
-
 
 def cluster_counts(rng: np.random.Generator, n_clusters: int, n_boot: int
                    ) -> Iterator[np.ndarray]:

@@ -71,7 +71,9 @@ _PACKAGE_MAX_CELLS = 20_000_000  # units x values^2 above which the package woul
 # --------------------------------------------------------------------------- input handling
 
 
-def _is_missing(v: Any) -> bool:
+def is_missing_value(v: Any) -> bool:
+    """True for a missing rating: None, NaN / ``pd.NA``, or a missing token such as
+    ``cant_tell`` (:data:`MISSING_TOKENS`, any case, surrounding spaces ignored)."""
     if v is None:
         return True
     if isinstance(v, str):
@@ -94,7 +96,7 @@ def _as_object_matrix(data: Any) -> np.ndarray:
         raise ValueError(f"need a 2-D units x raters table, got {arr.ndim} dimensions")
     out = np.empty(arr.shape, dtype=object)
     for idx, v in np.ndenumerate(arr):
-        out[idx] = None if _is_missing(v) else v
+        out[idx] = None if is_missing_value(v) else v
     return out
 
 
@@ -882,7 +884,7 @@ def _wide(long_df: pd.DataFrame, item_col: str, rater_col: str, value_col: str) 
     if missing_cols:
         raise KeyError(f"columns not found: {missing_cols}")
     df = long_df[[item_col, rater_col, value_col]]
-    df = df[~df[value_col].map(_is_missing).astype(bool)]
+    df = df[~df[value_col].map(is_missing_value).astype(bool)]
     dup = df.duplicated([item_col, rater_col])
     if dup.any():
         first = df[dup].iloc[0]

@@ -1,7 +1,8 @@
 """TRACE-Bench diagnostic trees: decompose a formula by Rules 1-4, map questions to nodes.
 
-Follows TRACE-Bench (Wang et al. 2026, seed 002), Sec. 3.5 "Diagnostic Tree Analysis" and
-Appendix C.2 "Complete Diagnostic Tree Rules". From the root formula ``N0``:
+Follows "TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image Generation" (Wang
+et al. 2026), Sec. 3.5 "Diagnostic Tree Analysis" and Appendix C.2 "Complete Diagnostic
+Tree Rules". From the root formula ``N0``:
 
 * **Rule 1, global-reference stripping**: the global terms are removed one by one.
   A global term is an attribute bound to a scene (``C(...)⊕g_style``, ``⊕g_layout``,
@@ -71,6 +72,7 @@ from annotation.trace.formula import (
     to_text,
     walk,
 )
+from annotation.trace.nodes import ROOT
 
 __all__ = [
     "RULES", "DiagnosticNode", "Step", "children", "decompose", "node_record",
@@ -215,7 +217,7 @@ def decompose(formula: str | Expr) -> tuple[DiagnosticNode, ...]:
     Raises :class:`annotation.trace.formula.FormulaError` for malformed text.
     """
     expr = parse(formula) if isinstance(formula, str) else formula
-    root = DiagnosticNode("N0", None, 0, None, (), expr, ())
+    root = DiagnosticNode(ROOT, None, 0, None, (), expr, ())
     nodes = [root]
     frontier: list[tuple[DiagnosticNode, str, bool]] = [(root, "", False)]
     depth = 0

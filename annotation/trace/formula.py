@@ -1,7 +1,8 @@
 """TRACE-Bench compositional formulas: parse, print and count slots.
 
-Follows TRACE-Bench (Wang et al. 2026, seed 002): the four operators of Sec. 3.2, the
-local-to-global formula levels of Sec. 3.3 and Appendix B.3, the slot count of Eq. (2).
+Follows "TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image Generation" (Wang
+et al. 2026): the four operators of Sec. 3.2, the local-to-global formula levels of
+Sec. 3.3 and Appendix B.3, the slot count of Eq. (2).
 
 * **Anchor** ``f``, ``f1``, ``f_1``, ``f_{12}``: an entity kept from a reference image.
 * **Text entity** ``T_e``, ``Te``, ``T_s1``, ``T_{e2}``: a carrier named in the text only.

@@ -1,7 +1,8 @@
 """Automatic failure localization on TRACE-Bench diagnostic trees.
 
-Follows TRACE-Bench (Wang et al. 2026, seed 002), Sec. 4.4 "Aggregate Diagnostic Patterns"
-(Table 3) and Appendix C.3 (Figure 11):
+Follows "TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image Generation" (Wang
+et al. 2026), Sec. 4.4 "Aggregate Diagnostic Patterns" (Table 3) and Appendix C.3
+(Figure 11):
 
 * An **operator instance** is one ``(operator, target)`` of the checklist (the grouping of
   :mod:`annotation.results.operators`). At a node it **passes** when every applicable question

@@ -1,7 +1,8 @@
 """Diagnostic trees in a project: nodes, node outputs, judged passes, automatic localization.
 
-TRACE-Bench (seed 002, Sec. 3.5 and Appendix C.2-C.3) decomposes a case's formula into a
-tree of simpler cases; each node is generated and judged again with the checklist
+"TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image Generation" (Wang et al.
+2026), Sec. 3.5 and Appendix C.2-C.3, decomposes a case's formula into a tree of simpler
+cases; each node is generated and judged again with the checklist
 questions it retains. In a judge-audit project:
 
 * a task carries ``meta.formula`` and, optionally, ``meta.tree_nodes``: a list of
@@ -31,8 +32,7 @@ from annotation.store import Store
 from annotation.trace.decompose import DiagnosticNode, decompose, node_record, retained_questions
 from annotation.trace.formula import FormulaError, parse, parse_target
 from annotation.trace.localize import instance_results, localize
-
-ROOT = "N0"
+from annotation.trace.nodes import ROOT, output_node
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def load_tree(store: Store, task_id: str) -> Tree | None:
 def _outputs(store: Store) -> pd.DataFrame:
     df = store.query_df("SELECT output_id, task_id, generator, sha256, meta FROM outputs"
                         " ORDER BY rowid")
-    df["node"] = [json.loads(m).get("node") or ROOT for m in df["meta"]]
+    df["node"] = [output_node(m) for m in df["meta"]]
     return df.drop(columns="meta")
 
 

@@ -1,10 +1,10 @@
-"""Images for the annotation pages: what the browser gets, VI overlays, side-by-side compare.
+"""Images for the annotation pages: what the browser gets, VI overlays.
 
 Pure functions over Pillow images plus a disk cache beside the project's media folder; no
 Streamlit here, so the page code stays thin and everything is testable without a browser.
 
 **What a browser gets** (:func:`browser_image`). Every image any page shows (the strip of
-references and visual instructions, the output large, the enlarge view, compare, overlays,
+references and visual instructions, the output large, the enlarge view, overlays,
 the verification and tree pages) comes from this one function, as bytes for ``st.image``.
 It never hands out the imported file: the image is decoded and **re-encoded from its
 pixels**, at any size, small images included, so no byte of the original reaches a browser:
@@ -61,9 +61,6 @@ its box. Coordinates are normalized (0..1) to the image; a shape with a coordina
 is read as pixels on the layout canvas (1024x1024 in VIF-Bench, or ``canvas_size`` /
 ``canvas`` / ``image_size`` in the meta). Orientation pyramids are not overlaid: a yaw has
 no honest 2D drawing on top of the output; the VI strip shows the pyramid itself.
-
-**Compare** (:func:`side_by_side`): two images at one height with a white gap, for a
-single image to download or show; the page may equally use two ``st.columns``.
 """
 
 from __future__ import annotations
@@ -93,8 +90,12 @@ if TYPE_CHECKING:
 
 _LOG = logging.getLogger(__name__)
 
-#: Sizes (longer side, px) the annotation page asks for.
+#: Sizes (longer side, px) the annotation page asks for: the reference strip, the output,
+#: the output enlarged.
 STRIP_SIZE, LARGE_SIZE, ENLARGE_SIZE = 256, 1024, 2048
+#: Sizes the verification page (an image of a conflict check) and the tree review page (a
+#: node's image) ask for.
+CHECK_SIZE, NODE_SIZE = 384, 512
 #: Cache folders under the media folder (re-encoded images; overlays).
 THUMBS_DIR = "served"
 OVERLAYS_DIR = "served-overlays"
@@ -789,35 +790,3 @@ def overlay_png(
     data = buffer.getvalue()
     _atomic_write(target, lambda fh: fh.write(data))
     return data
-
-
-# ================================================================================ compare
-
-
-def _on_white(im: Image.Image) -> Image.Image:
-    if _has_alpha(im):
-        rgba = im.convert("RGBA")
-        flat = Image.new("RGB", rgba.size, "white")
-        flat.paste(rgba, mask=rgba.getchannel("A"))
-        return flat
-    return im.convert("RGB")
-
-
-def side_by_side(
-    left: Image.Image, right: Image.Image, height: int = 768, gap: int = 16
-) -> Image.Image:
-    """``left`` and ``right`` scaled to ``height`` (aspect kept, LANCZOS), a white gap between.
-
-    Transparent areas are shown on white. Returns a new RGB image.
-    """
-    if height < 1 or gap < 0:
-        raise ValueError(f"height must be >= 1 and gap >= 0, got {height}, {gap}")
-    parts = []
-    for im in (left, right):
-        flat = _on_white(im)
-        width = max(1, round(flat.width * height / flat.height))
-        parts.append(flat.resize((width, height), Image.Resampling.LANCZOS))
-    canvas = Image.new("RGB", (parts[0].width + gap + parts[1].width, height), "white")
-    canvas.paste(parts[0], (0, 0))
-    canvas.paste(parts[1], (parts[0].width + gap, 0))
-    return canvas

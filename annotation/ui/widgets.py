@@ -80,16 +80,6 @@ def require(role: str | None = None) -> User:
     return user
 
 
-def not_built(title: str, what: str, issue: int, role: str | None = None) -> None:
-    """Say plainly that a page is not built yet, and which issue brings it."""
-    require(role)
-    st.title(title)
-    st.warning(
-        f"Not built yet: {what} comes with issue #{issue}. The data it needs is already in "
-        "the project database (see Overview)."
-    )
-
-
 def show_image(store: Store, sha256: str | None, max_side: int, *, caption: str | None = None,
                width: Any = "stretch", task_meta: Any = None) -> render.BrowserImage:
     """Show stored image ``sha256`` at ``max_side``: the only way pages put an image on

@@ -1,8 +1,9 @@
 """Reference / visual-instruction conflict rules of VIF-Bench, as pure functions.
 
-Source: the VIF-Bench paper (``/work/shared/seeds/000_3895e25ad5035ec5.txt``), Section 3.2
-"Conflict Detection" and Appendix C.4. A *conflict* means a reference image already carries
-a salient state of the attribute a visual instruction (VI) controls:
+Source: "VIF-Bench: Evaluating Visual Instruction Following in Multi-Reference Image
+Generation", Section 3.2 "Conflict Detection" and Appendix C.4. A *conflict* means a
+reference image already carries a salient state of the attribute a visual instruction (VI)
+controls:
 
 * orientation: only judged when the reference (``source``) yaw estimate is reliable; then a
   conflict when the minimum angular difference to the pyramid's (``target``) yaw is

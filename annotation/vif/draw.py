@@ -1,6 +1,7 @@
 """Deterministic drawings of VIF-Bench style visual-instruction (VI) images.
 
-VIF-Bench gives a generator its visual instructions as ordinary images (seed 000, Appendix
+VIF-Bench gives a generator its visual instructions as ordinary images ("VIF-Bench:
+Evaluating Visual Instruction Following in Multi-Reference Image Generation", Appendix
 C.5). This module redraws the same kinds, so the demo bundle and the annotation pages can
 show (or overlay) them:
 

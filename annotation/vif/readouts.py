@@ -1,11 +1,12 @@
 """Dense / Medium / Sparse text forms of VIF-Bench visual instructions (VIs).
 
-Source: the VIF-Bench paper (``/work/shared/seeds/000_3895e25ad5035ec5.txt``), Appendix C.5
-and Figure 8: each layout, orientation and arrow VI is turned into text by templates at
-three granularities. The paper gives the content of each level and a few phrases (a dense
-layout "within the rectangular region from (13%, 8%) to (87%, 92%) of the canvas", an
-orientation "front-right, level" / "the viewer's right", arrows "blowing from left to
-right" / "coming from the upper-left"); the templates here follow those phrases.
+Source: "VIF-Bench: Evaluating Visual Instruction Following in Multi-Reference Image
+Generation", Appendix C.5 and Figure 8: each layout, orientation and arrow VI is turned into
+text by templates at three granularities. The paper gives the content of each level and a
+few phrases (a dense layout "within the rectangular region from (13%, 8%) to (87%, 92%) of
+the canvas", an orientation "front-right, level" / "the viewer's right", arrows "blowing
+from left to right" / "coming from the upper-left"); the templates here follow those
+phrases.
 
 Conventions (coordinates are normalized to the canvas, ``x`` to the right, ``y`` downward):
 

@@ -1,0 +1,1 @@
+"""Developer scripts of judge-audit (not installed with the package)."""
