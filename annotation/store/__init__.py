@@ -198,7 +198,9 @@ class Store:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             if self.guard is not None and not public:
-                sessions.check(self.conn, self.guard.token(), user=user, role=role)
+                from annotation.store.accounts import AccountRows
+
+                sessions.check(AccountRows(self.conn), self.guard.token(), user=user, role=role)
             yield self.conn
         except BaseException as exc:
             self.conn.execute("ROLLBACK")
