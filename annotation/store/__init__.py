@@ -173,7 +173,7 @@ class Store:
                     f"({schema.SCHEMA_VERSION}); upgrade judge-audit"
                 )
             for number in range(version, schema.SCHEMA_VERSION):
-                for statement in _split_sql(schema.MIGRATIONS[number]):
+                for statement in split_sql(schema.MIGRATIONS[number]):
                     self.conn.execute(statement)
                 self.conn.execute(f"PRAGMA user_version = {number + 1}")
         return self.schema_version()
@@ -647,7 +647,7 @@ class Store:
         return p
 
 
-def _split_sql(script: str) -> list[str]:
+def split_sql(script: str) -> list[str]:
     """Split a migration into statements (``sqlite3.complete_statement`` aware)."""
     statements, buf = [], ""
     for line in script.splitlines(keepends=True):
