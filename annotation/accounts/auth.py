@@ -367,7 +367,8 @@ def set_password(
     """
     if not allow_weak:
         row = accounts_store.reading(store).user(name)
-        check_password_strength(password, user_inputs=[name, *([row.email] if row else [])])
+        known = [name, *([row.email] if row and row.email else [])]
+        check_password_strength(password, user_inputs=known)
     encoded = hash_password(password)
     with accounts_store.writing(store, user=actor, role="admin") as rows:
         _require(rows, name)

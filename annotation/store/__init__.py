@@ -1,6 +1,10 @@
 """The project store: one SQLite file per project, opened through sqlite-utils.
 
-This is the only module that speaks SQL. Everything else hands it validated records
+This package is the only code that speaks SQL (``tests/test_storage_boundary.py`` checks
+it): this module (connection, migrations, imports, whole-table frames), ``project``
+(reads of project rows), ``accounts`` (users, sign-in audit, sessions), ``trees`` and
+``conflicts`` (review and verdict rows for the results), ``backup``, ``check``,
+``history``, ``guard``. Everything else hands it validated records
 (:mod:`annotation.records`) to write, and asks it for records or DataFrames.
 
 * WAL journal, ``synchronous=FULL`` (an acknowledged answer survives a crash of the
