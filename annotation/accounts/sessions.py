@@ -14,8 +14,8 @@ of the database does not sign anyone in.
   not be revoked, be at most :data:`IDLE_MINUTES` idle and :data:`MAX_HOURS` old; its
   account must be enabled and still have the role the session began with (and the role
   the write needs); the write must be made under the session's own name.
-* :func:`revoke` (sign-out) and :func:`revoke_user` (disable, role change, new password)
-  end sessions at once.
+* :func:`sign_out` (:func:`revoke`, logged as ``logout``) and :func:`revoke_user`
+  (disable, role change, new password) end sessions at once.
 
 The rows are read and written through :class:`annotation.store.accounts.AccountRows`
 (the tables live there); this module holds the rules, and no Streamlit.
@@ -181,6 +181,16 @@ def revoke(rows: AccountRows, token: str | None, *,
         return None
     rows.revoke_session(live[0], _iso(_now(now)))
     return live[1]
+
+
+def sign_out(rows: AccountRows, token: str | None, *,
+             now: datetime | None = None) -> str | None:
+    """End the session of ``token`` and log ``logout`` for its user (a sign-out, from the
+    app or the cookie route); return the user, or None (and log nothing) if none was live."""
+    user = revoke(rows, token, now=now)
+    if user is not None:
+        rows.audit(actor=user, action="logout", subject=user)
+    return user
 
 
 def revoke_user(rows: AccountRows, user: str, *, now: datetime | None = None) -> int:

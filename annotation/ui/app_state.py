@@ -193,9 +193,7 @@ def sign_out(session_state: MutableMapping[str, Any], store: Store | None = None
         store = store if store is not None else Store.open(resolve_db())
         try:
             with accounts_store.writing(store, public=True) as rows:
-                user = sessions.revoke(rows, token)
-                if user is not None:
-                    rows.audit(actor=user, action="logout", subject=user)
+                sessions.sign_out(rows, token)
         finally:
             if owned:
                 store.close()

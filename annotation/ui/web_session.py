@@ -104,9 +104,7 @@ def revoke_token(token: str | None) -> None:
     from annotation.store import accounts as accounts_store
 
     with _open_store() as store, accounts_store.writing(store, public=True) as rows:
-        user = sessions.revoke(rows, token)
-        if user is not None:
-            rows.audit(actor=user, action="logout", subject=user)
+        sessions.sign_out(rows, token)
 
 
 def routes() -> list[Any]:
