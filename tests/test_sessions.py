@@ -34,6 +34,8 @@ from annotation.accounts import auth
 from annotation.accounts.auth import User
 from annotation.formats.importers import import_path
 from annotation.store import Store
+from annotation.store import accounts as accounts_store
+from annotation.store.accounts import AccountRows
 from annotation.ui.app_state import sign_in
 from annotation.work import routing, workflow
 from annotation.work import tree_review as tr
@@ -271,8 +273,8 @@ def start_session(store: Store, name: str) -> str:
     from annotation.accounts import sessions
 
     role = auth.get_user(store, name).role
-    with store.transaction(public=True) as conn:
-        return sessions.create(conn, name, role, handoff=False)
+    with accounts_store.writing(store, public=True) as rows:
+        return sessions.create(rows, name, role, handoff=False)
 
 
 @pytest.mark.parametrize("why", ["revoked", "expired", "too_old", "disabled", "demoted",
@@ -293,7 +295,7 @@ def test_a_write_of_a_dead_session_is_refused_inside_the_transaction(project, wh
                              answer="yes", active=(visit, 3.0))
         with store.transaction(public=True) as conn:
             if why == "revoked":
-                sessions.revoke(conn, token)
+                sessions.revoke(AccountRows(conn), token)
             elif why == "expired":
                 conn.execute("UPDATE sessions SET last_seen = ?", [_ago(minutes=61)])
             elif why == "too_old":
@@ -341,14 +343,14 @@ def test_disable_and_role_changes_revoke_every_session_at_once(project):
         auth.set_role(store, "boss", "annotator", "cli:test")
         for token in tokens:
             with pytest.raises(SignedOut, match="signed out"):
-                sessions.check(store.conn, token)
+                sessions.check(accounts_store.reading(store), token)
         revoked = store.conn.execute(
             "SELECT count(*) FROM sessions WHERE revoked_at IS NOT NULL").fetchone()[0]
         assert revoked == 3
         # enabling again does not bring a session back: sign in again
         auth.enable_user(store, "ann-a", "cli:test")
         with pytest.raises(SignedOut):
-            sessions.check(store.conn, tokens[0])
+            sessions.check(accounts_store.reading(store), tokens[0])
 
 
 def test_a_live_session_writes_only_under_its_own_name_and_role(project):
@@ -390,18 +392,18 @@ def test_a_handoff_code_works_once_and_briefly(project):
     from annotation.accounts.sessions import SignedOut
 
     with Store.open(project) as store:
-        with store.transaction(public=True) as conn:
-            code = sessions.create(conn, "ann-a", "annotator", handoff=True)
+        with accounts_store.writing(store, public=True) as rows:
+            code = sessions.create(rows, "ann-a", "annotator", handoff=True)
         with pytest.raises(SignedOut):  # the code itself signs nobody in
-            sessions.check(store.conn, code)
-        with store.transaction(public=True) as conn:
-            token = sessions.redeem(conn, code)
+            sessions.check(accounts_store.reading(store), code)
+        with accounts_store.writing(store, public=True) as rows:
+            token = sessions.redeem(rows, code)
             assert token and token != code
-            assert sessions.redeem(conn, code) is None  # once
-        assert sessions.check(store.conn, token).user == "ann-a"
-        with store.transaction(public=True) as conn:
-            late = sessions.create(conn, "ann-a", "annotator", handoff=True)
-            assert sessions.redeem(conn, late, now=datetime.now(UTC) + timedelta(
+            assert sessions.redeem(rows, code) is None  # once
+        assert sessions.check(accounts_store.reading(store), token).user == "ann-a"
+        with accounts_store.writing(store, public=True) as rows:
+            late = sessions.create(rows, "ann-a", "annotator", handoff=True)
+            assert sessions.redeem(rows, late, now=datetime.now(UTC) + timedelta(
                 seconds=sessions.HANDOFF_SECONDS + 1)) is None
 
 
@@ -608,7 +610,7 @@ def test_a_version_4_project_migrates_to_the_sessions_table(tmp_path, monkeypatc
         assert {k: v for k, v in new.counts().items() if k in before} == before
         assert auth.authenticate(new, "ann-a", PW) == User("ann-a", "annotator")
         token = start_session(new, "ann-a")
-        assert sessions.check(new.conn, token).user == "ann-a"
+        assert sessions.check(accounts_store.reading(new), token).user == "ann-a"
         columns = {r[1] for r in new.conn.execute("PRAGMA table_info(sessions)")}
         assert {"token_hash", "user", "created_at", "last_seen", "revoked_at",
                 "user_agent"} <= columns and "token" not in columns

@@ -34,6 +34,7 @@ from test_browser import (
 )
 
 from annotation.store import Store
+from annotation.store import accounts as accounts_store
 from annotation.work import workflow
 
 pytestmark = pytest.mark.browser
@@ -217,8 +218,8 @@ def check_cookie_route(store: Store, port: int) -> None:
     from annotation.accounts import sessions
 
     def new_code() -> str:
-        with store.transaction(public=True) as conn:
-            return sessions.create(conn, "alice", "annotator", handoff=True)
+        with accounts_store.writing(store, public=True) as rows:
+            return sessions.create(rows, "alice", "annotator", handoff=True)
 
     same = {"Origin": f"http://127.0.0.1:{port}", "Content-Type": "text/plain"}
     code = new_code()
@@ -236,7 +237,7 @@ def check_cookie_route(store: Store, port: int) -> None:
     assert status == 204 and cleared.startswith("ja_session=")
     assert "max-age=0" in cleared.lower()  # cleared in the browser
     with pytest.raises(sessions.SignedOut):
-        sessions.check(store.conn, cookie.split(";")[0].split("=", 1)[1])
+        sessions.check(accounts_store.reading(store), cookie.split(";")[0].split("=", 1)[1])
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

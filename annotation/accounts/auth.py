@@ -1,7 +1,8 @@
 """Accounts: passwords, roles, sign-in with rate limiting, and the audit trail of both.
 
-This is the accounts part of the storage layer (tables ``users`` and ``audit_log`` of
-schema migration 2); it has no Streamlit import at module level.
+The rules of accounts; their rows (tables ``users`` and ``audit_log`` of schema migration
+2) are read and written through :mod:`annotation.store.accounts`. No Streamlit import at
+module level.
 
 * Passwords are hashed with scrypt (:func:`hash_password`): ``scrypt$n$r$p$salt$hash``
   with a random 16-byte salt; neither a password nor a hash is ever written to the log.
@@ -27,7 +28,6 @@ import hashlib
 import hmac
 import re
 import secrets
-import sqlite3
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,7 +38,9 @@ import pandas as pd
 
 from annotation.accounts import sessions
 from annotation.accounts.sessions import session_valid  # noqa: F401  (re-exported: auth.session_valid)
-from annotation.store import Store, append_audit, now_iso, process_user
+from annotation.store import Store, now_iso, process_user
+from annotation.store import accounts as accounts_store
+from annotation.store.accounts import AccountRow, AccountRows
 
 ROLES = ("annotator", "admin")
 MIN_PASSWORD_LENGTH = 8
@@ -219,44 +221,30 @@ def _parse_iso(text: str | datetime) -> datetime:
 
 
 def _audit(
-    conn: sqlite3.Connection,
+    rows: AccountRows,
     action: str,
     subject: str | None,
     actor: str | None,
     detail: dict[str, Any] | None = None,
     at: str | None = None,
 ) -> None:
-    """Append one event to ``audit_log`` (inside the caller's transaction). An account
+    """Append one event to ``audit_log`` (inside the transaction of ``rows``). An account
     change whose caller named no actor is logged as made by :func:`process_user` (a failed
     sign-in keeps ``None``: nobody was identified)."""
     if actor is None and action.startswith("user."):
         actor = process_user()
-    append_audit(conn, actor=actor, action=action, subject=subject, detail=detail, at=at)
+    rows.audit(actor=actor, action=action, subject=subject, detail=detail, at=at)
 
 
-def _row(conn: sqlite3.Connection, name: str) -> tuple[Any, ...] | None:
-    """``(name, role, password_hash, email, disabled)`` of ``name`` (exact), or None."""
-    row = conn.execute(
-        "SELECT name, role, password_hash, email, disabled FROM users WHERE name = ?", [name]
-    ).fetchone()
-    return tuple(row) if row else None
-
-
-def _require(conn: sqlite3.Connection, name: str) -> tuple[Any, ...]:
-    row = _row(conn, name)
+def _require(rows: AccountRows, name: str) -> AccountRow:
+    row = rows.user(name)
     if row is None:
         raise UnknownUser(f"no user named {name!r}")
     return row
 
 
-def _enabled_admins(conn: sqlite3.Connection) -> set[str]:
-    return {
-        r[0] for r in conn.execute("SELECT name FROM users WHERE role = 'admin' AND disabled = 0")
-    }
-
-
-def _refuse_last_admin(conn: sqlite3.Connection, name: str) -> None:
-    if _enabled_admins(conn) == {name}:
+def _refuse_last_admin(rows: AccountRows, name: str) -> None:
+    if rows.enabled_admins() == {name}:
         raise AccountError(
             f"{name!r} is the last enabled admin: add or enable another admin first"
         )
@@ -289,37 +277,24 @@ def add_user(
     if password is None and email is None:
         raise AccountError("an account without a password needs an e-mail (for OIDC sign-in)")
     encoded = hash_password(password) if password is not None else None
-    with store.transaction(user=actor, role="admin") as conn:
-        clash = conn.execute(
-            "SELECT name FROM users WHERE name = ? COLLATE NOCASE", [name]
-        ).fetchone()
+    with accounts_store.writing(store, user=actor, role="admin") as rows:
+        clash = rows.name_taken(name)
         if clash:
-            raise DuplicateUser(f"a user named {clash[0]!r} already exists")
+            raise DuplicateUser(f"a user named {clash!r} already exists")
         if email is not None:
-            clash = conn.execute(
-                "SELECT name FROM users WHERE email = ? COLLATE NOCASE", [email]
-            ).fetchone()
+            clash = rows.email_owner(email)
             if clash:
-                raise DuplicateUser(f"user {clash[0]!r} already has the e-mail {email!r}")
+                raise DuplicateUser(f"user {clash!r} already has the e-mail {email!r}")
         stamp = now_iso()
-        conn.execute(
-            "INSERT INTO users (name, role, password_hash, email, disabled, created_at)"
-            " VALUES (?, ?, ?, ?, 0, ?)",
-            [name, role, encoded, email, stamp],
-        )
-        _audit(conn, "user.add", name, actor,
+        rows.insert_user(name, role, encoded, email, stamp)
+        _audit(rows, "user.add", name, actor,
                {"role": role, "email": email, "password": encoded is not None}, stamp)
     return User(name, role, email)
 
 
 def list_users(store: Store) -> pd.DataFrame:
     """All accounts: ``name, role, disabled`` (bool), ``created_at, email``; never hashes."""
-    df = pd.read_sql_query(
-        "SELECT name, role, disabled, created_at, email FROM users ORDER BY created_at, name",
-        store.conn,
-    )
-    df["disabled"] = df["disabled"].astype(bool)
-    return df
+    return accounts_store.reading(store).users_df()
 
 
 def get_user(store: Store, name: str) -> User | None:
@@ -327,23 +302,23 @@ def get_user(store: Store, name: str) -> User | None:
 
     The app calls this on each page to notice an account disabled mid-session.
     """
-    row = _row(store.conn, name)
-    if row is None or row[4]:
+    row = accounts_store.reading(store).user(name)
+    if row is None or row.disabled:
         return None
-    return User(row[0], row[1], row[3])
+    return User(row.name, row.role, row.email)
 
 
 def _set_disabled(store: Store, name: str, actor: str | None, disabled: bool) -> bool:
-    with store.transaction(user=actor, role="admin") as conn:
-        row = _require(conn, name)
-        if bool(row[4]) == disabled:
+    with accounts_store.writing(store, user=actor, role="admin") as rows:
+        row = _require(rows, name)
+        if row.disabled == disabled:
             return False
-        if disabled and row[1] == "admin":
-            _refuse_last_admin(conn, name)
-        conn.execute("UPDATE users SET disabled = ? WHERE name = ?", [int(disabled), name])
+        if disabled and row.role == "admin":
+            _refuse_last_admin(rows, name)
+        rows.set_disabled(name, disabled)
         if disabled:
-            sessions.revoke_user(conn, name)  # signed out at once, every open tab
-        _audit(conn, "user.disable" if disabled else "user.enable", name, actor)
+            sessions.revoke_user(rows, name)  # signed out at once, every open tab
+        _audit(rows, "user.disable" if disabled else "user.enable", name, actor)
     return True
 
 
@@ -369,15 +344,15 @@ def set_role(store: Store, name: str, role: str, actor: str | None) -> bool:
     Returns False when it already had that role. Refuses to demote the last enabled admin.
     """
     check_role(role)
-    with store.transaction(user=actor, role="admin") as conn:
-        row = _require(conn, name)
-        if row[1] == role:
+    with accounts_store.writing(store, user=actor, role="admin") as rows:
+        row = _require(rows, name)
+        if row.role == role:
             return False
-        if row[1] == "admin" and not row[4]:
-            _refuse_last_admin(conn, name)
-        conn.execute("UPDATE users SET role = ? WHERE name = ?", [role, name])
-        sessions.revoke_user(conn, name)
-        _audit(conn, "user.role", name, actor, {"from": row[1], "to": role})
+        if row.role == "admin" and not row.disabled:
+            _refuse_last_admin(rows, name)
+        rows.set_role(name, role)
+        sessions.revoke_user(rows, name)
+        _audit(rows, "user.role", name, actor, {"from": row.role, "to": role})
     return True
 
 
@@ -391,14 +366,15 @@ def set_password(
     :func:`check_password_strength` (``allow_weak``: the demo builder only).
     """
     if not allow_weak:
-        row = _row(store.conn, name)
-        check_password_strength(password, user_inputs=[name, *(row[3:4] if row else [])])
+        row = accounts_store.reading(store).user(name)
+        known = [name, *([row.email] if row and row.email else [])]
+        check_password_strength(password, user_inputs=known)
     encoded = hash_password(password)
-    with store.transaction(user=actor, role="admin") as conn:
-        _require(conn, name)
-        conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", [encoded, name])
-        sessions.revoke_user(conn, name)
-        _audit(conn, "user.password", name, actor)
+    with accounts_store.writing(store, user=actor, role="admin") as rows:
+        _require(rows, name)
+        rows.set_password_hash(name, encoded)
+        sessions.revoke_user(rows, name)
+        _audit(rows, "user.password", name, actor)
 
 
 def set_email(store: Store, name: str, email: str | None, actor: str | None) -> bool:
@@ -407,59 +383,42 @@ def set_email(store: Store, name: str, email: str | None, actor: str | None) -> 
     The e-mail is what links an OIDC sign-in to the account. False when unchanged.
     """
     email = _check_email(email)
-    with store.transaction(user=actor, role="admin") as conn:
-        row = _require(conn, name)
-        if row[3] == email:
+    with accounts_store.writing(store, user=actor, role="admin") as rows:
+        row = _require(rows, name)
+        if row.email == email:
             return False
-        if email is None and row[2] is None:
+        if email is None and row.password_hash is None:
             raise AccountError(f"{name!r} has no password: it needs its e-mail to sign in")
         if email is not None:
-            clash = conn.execute(
-                "SELECT name FROM users WHERE email = ? COLLATE NOCASE AND name <> ?",
-                [email, name],
-            ).fetchone()
+            clash = rows.email_owner(email, other_than=name)
             if clash:
-                raise DuplicateUser(f"user {clash[0]!r} already has the e-mail {email!r}")
-        conn.execute("UPDATE users SET email = ? WHERE name = ?", [email, name])
-        _audit(conn, "user.email", name, actor, {"from": row[3], "to": email})
+                raise DuplicateUser(f"user {clash!r} already has the e-mail {email!r}")
+        rows.set_email(name, email)
+        _audit(rows, "user.email", name, actor, {"from": row.email, "to": email})
     return True
 
 
 # ---------------------------------------------------------------- signing in
-def _failures(conn: sqlite3.Connection, subject: str, now: str, since: str) -> int:
+#: events after which earlier failed sign-ins no longer count
+_LOCK_RESETS = ("login.ok", "user.password", "user.enable")
+
+
+def _failures(rows: AccountRows, subject: str, now: str, since: str) -> int:
     """Failed sign-ins for ``subject`` in (``since``, ``now``], after its last success."""
-    reset = conn.execute(
-        "SELECT MAX(at) FROM audit_log WHERE subject = ? AND at <= ?"
-        " AND action IN ('login.ok', 'user.password', 'user.enable')",
-        [subject, now],
-    ).fetchone()[0]
+    reset = rows.last_event_at(subject, _LOCK_RESETS, now)
     start = max(since, reset) if reset else since
-    return int(
-        conn.execute(
-            "SELECT count(*) FROM audit_log WHERE subject = ? AND action = 'login.fail'"
-            " AND at > ? AND at <= ?",
-            [subject, start, now],
-        ).fetchone()[0]
-    )
-
-
-def _canonical(conn: sqlite3.Connection, name: str) -> tuple[Any, ...] | None:
-    row = conn.execute(
-        "SELECT name, role, password_hash, email, disabled FROM users"
-        " WHERE name = ? COLLATE NOCASE ORDER BY name = ? DESC LIMIT 1",
-        [name, name],
-    ).fetchone()
-    return tuple(row) if row else None
+    return rows.count_events(subject, "login.fail", start, now)
 
 
 def is_locked(store: Store, name: str, *, now: datetime | None = None) -> bool:
     """Whether sign-in for ``name`` is refused for too many recent failures."""
     name = (name or "").strip()
-    row = _canonical(store.conn, name)
-    subject = row[0] if row else name[:128]
+    rows = accounts_store.reading(store)
+    row = rows.user_ignoring_case(name)
+    subject = row.name if row else name[:128]
     moment = _iso(now)
     since = _iso(_parse_iso(moment) - LOCK_WINDOW)
-    return _failures(store.conn, subject, moment, since) >= MAX_FAILURES
+    return _failures(rows, subject, moment, since) >= MAX_FAILURES
 
 
 def authenticate(
@@ -478,34 +437,36 @@ def authenticate(
     password = password if isinstance(password, str) else ""
     moment = _iso(now)
     since = _iso(_parse_iso(moment) - LOCK_WINDOW)
-    row = _canonical(store.conn, name)
-    subject = row[0] if row else name[:128]
-    if _failures(store.conn, subject, moment, since) >= MAX_FAILURES:
-        with store.transaction(public=True) as conn:
-            _audit(conn, "login.locked", subject, subject, {}, moment)
+    outside = accounts_store.reading(store)
+    row = outside.user_ignoring_case(name)
+    subject = row.name if row else name[:128]
+    if _failures(outside, subject, moment, since) >= MAX_FAILURES:
+        with accounts_store.writing(store, public=True) as rows:
+            _audit(rows, "login.locked", subject, subject, {}, moment)
         return None
     # the slow part, outside the write lock; the dummy hash makes unknown names as slow
-    ok = verify_password(password, row[2] if row and row[2] else _dummy_hash())
+    ok = verify_password(password, row.password_hash if row and row.password_hash
+                         else _dummy_hash())
     reason = None
     if row is None:
         reason = "unknown_user"
-    elif row[2] is None:
+    elif row.password_hash is None:
         reason = "no_password"
     elif not ok:
         reason = "bad_password"
-    elif row[4]:
+    elif row.disabled:
         reason = "disabled"
-    with store.transaction(public=True) as conn:
+    with accounts_store.writing(store, public=True) as rows:
         # a concurrent attempt may have completed the lock meanwhile
-        if _failures(conn, subject, moment, since) >= MAX_FAILURES:
-            _audit(conn, "login.locked", subject, subject, {}, moment)
+        if _failures(rows, subject, moment, since) >= MAX_FAILURES:
+            _audit(rows, "login.locked", subject, subject, {}, moment)
             return None
         if reason is not None:
-            _audit(conn, "login.fail", subject, subject, {"reason": reason}, moment)
+            _audit(rows, "login.fail", subject, subject, {"reason": reason}, moment)
             return None
-        _audit(conn, "login.ok", subject, subject, {"method": "password"}, moment)
+        _audit(rows, "login.ok", subject, subject, {"method": "password"}, moment)
     assert row is not None
-    return User(row[0], row[1], row[3])
+    return User(row.name, row.role, row.email)
 
 
 # ---------------------------------------------------------------- OIDC
@@ -547,19 +508,16 @@ def user_from_oidc(store: Store, email: str | None) -> User | None:
     email = (email or "").strip()
     if not email:
         return None
-    rows = store.conn.execute(
-        "SELECT name, role, email, disabled FROM users WHERE email = ? COLLATE NOCASE",
-        [email],
-    ).fetchall()
-    enabled = [r for r in rows if not r[3]]
-    with store.transaction(public=True) as conn:
+    found = accounts_store.reading(store).users_with_email(email)
+    enabled = [r for r in found if not r.disabled]
+    with accounts_store.writing(store, public=True) as rows:
         if len(enabled) == 1:
             r = enabled[0]
-            _audit(conn, "login.ok", r[0], r[0], {"method": "oidc", "email": email})
-            return User(r[0], r[1], r[2])
-        reason = "ambiguous" if enabled else ("disabled" if rows else "no_account")
-        subject = rows[0][0] if len(rows) == 1 else None
-        _audit(conn, "login.fail", subject, None,
+            _audit(rows, "login.ok", r.name, r.name, {"method": "oidc", "email": email})
+            return User(r.name, r.role, r.email)
+        reason = "ambiguous" if enabled else ("disabled" if found else "no_account")
+        subject = found[0].name if len(found) == 1 else None
+        _audit(rows, "login.fail", subject, None,
                {"method": "oidc", "email": email, "reason": reason})
     return None
 
@@ -574,10 +532,7 @@ def create_demo_accounts(store: Store, accounts: Iterable[tuple[str, str, str]])
     """
     created = []
     for name, role, password in accounts:
-        exists = store.conn.execute(
-            "SELECT 1 FROM users WHERE name = ? COLLATE NOCASE", [name]
-        ).fetchone()
-        if exists:
+        if accounts_store.reading(store).name_taken(name):
             continue
         add_user(store, name, role, password, actor="demo", allow_weak=True)
         created.append(name)

@@ -14,10 +14,11 @@ of the database does not sign anyone in.
   not be revoked, be at most :data:`IDLE_MINUTES` idle and :data:`MAX_HOURS` old; its
   account must be enabled and still have the role the session began with (and the role
   the write needs); the write must be made under the session's own name.
-* :func:`revoke` (sign-out) and :func:`revoke_user` (disable, role change, new password)
-  end sessions at once.
+* :func:`sign_out` (:func:`revoke`, logged as ``logout``) and :func:`revoke_user`
+  (disable, role change, new password) end sessions at once.
 
-This module is part of the storage layer: plain ``sqlite3``, no Streamlit.
+The rows are read and written through :class:`annotation.store.accounts.AccountRows`
+(the tables live there); this module holds the rules, and no Streamlit.
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from annotation.store.accounts import AccountRows
 
 COOKIE_NAME = "ja_session"
 TOKEN_BYTES = 32  # 256 bits
@@ -127,9 +131,9 @@ def session_valid(
 
 
 # ------------------------------------------------------------------ starting and ending
-def create(conn: sqlite3.Connection, user: str, role: str, *, handoff: bool,
+def create(rows: AccountRows, user: str, role: str, *, handoff: bool,
            user_agent: str | None = None, now: datetime | None = None) -> str:
-    """Start a session for ``user`` (inside the caller's transaction); return its secret.
+    """Start a session for ``user`` (in the transaction of ``rows``); return its secret.
 
     ``handoff=True`` (a browser): the secret is a one-time code for :func:`redeem`, valid
     :data:`HANDOFF_SECONDS`; the session has no token until then. ``handoff=False`` (the
@@ -140,16 +144,14 @@ def create(conn: sqlite3.Connection, user: str, role: str, *, handoff: bool,
     token_hash, handoff_hash, handoff_expires = (
         (None, digest(secret), _iso(moment + timedelta(seconds=HANDOFF_SECONDS)))
         if handoff else (digest(secret), None, None))
-    conn.execute(
-        "INSERT INTO sessions (token_hash, handoff_hash, handoff_expires_at, user, role,"
-        " created_at, last_seen, user_agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [token_hash, handoff_hash, handoff_expires, user, role, _iso(moment), _iso(moment),
-         (user_agent or "")[:256] or None])
+    rows.insert_session(token_hash=token_hash, handoff_hash=handoff_hash,
+                        handoff_expires_at=handoff_expires, user=user, role=role,
+                        created_at=_iso(moment), user_agent=(user_agent or "")[:256] or None)
     return secret
 
 
-def redeem(conn: sqlite3.Connection, code: str, *, now: datetime | None = None) -> str | None:
-    """Exchange a handoff code for the session token (inside the caller's transaction).
+def redeem(rows: AccountRows, code: str, *, now: datetime | None = None) -> str | None:
+    """Exchange a handoff code for the session token (in the transaction of ``rows``).
 
     The code works once, within :data:`HANDOFF_SECONDS`, for a session neither revoked
     nor redeemed; the token is made here, its hash stored, the code's hash cleared (a
@@ -159,42 +161,42 @@ def redeem(conn: sqlite3.Connection, code: str, *, now: datetime | None = None) 
         return None
     moment = _now(now)
     wanted = digest(code)
-    row = conn.execute(
-        "SELECT session_id, handoff_hash, handoff_expires_at FROM sessions"
-        " WHERE handoff_hash = ? AND token_hash IS NULL AND revoked_at IS NULL",
-        [wanted]).fetchone()
-    if row is None or not hmac.compare_digest(row[1], wanted):
+    row = rows.pending_handoff(wanted)
+    if row is None or not hmac.compare_digest(row.handoff_hash, wanted):
         return None
-    if _parse(row[2]) < moment:
+    if _parse(row.handoff_expires_at) < moment:
         return None
     token = new_secret()
-    conn.execute(
-        "UPDATE sessions SET token_hash = ?, handoff_hash = NULL, handoff_expires_at = NULL,"
-        " last_seen = ? WHERE session_id = ?", [digest(token), _iso(moment), row[0]])
+    rows.set_token(row.session_id, digest(token), _iso(moment))
     return token
 
 
-def revoke(conn: sqlite3.Connection, token: str | None, *,
+def revoke(rows: AccountRows, token: str | None, *,
            now: datetime | None = None) -> str | None:
     """End the session of ``token`` (sign-out); return its user, or None if none was live."""
     if not token:
         return None
-    row = conn.execute(
-        "SELECT session_id, user FROM sessions WHERE token_hash = ? AND revoked_at IS NULL",
-        [digest(token)]).fetchone()
-    if row is None:
+    live = rows.live_session_user(digest(token))
+    if live is None:
         return None
-    conn.execute("UPDATE sessions SET revoked_at = ? WHERE session_id = ?",
-                 [_iso(_now(now)), row[0]])
-    return str(row[1])
+    rows.revoke_session(live[0], _iso(_now(now)))
+    return live[1]
 
 
-def revoke_user(conn: sqlite3.Connection, user: str, *, now: datetime | None = None) -> int:
+def sign_out(rows: AccountRows, token: str | None, *,
+             now: datetime | None = None) -> str | None:
+    """End the session of ``token`` and log ``logout`` for its user (a sign-out, from the
+    app or the cookie route); return the user, or None (and log nothing) if none was live."""
+    user = revoke(rows, token, now=now)
+    if user is not None:
+        rows.audit(actor=user, action="logout", subject=user)
+    return user
+
+
+def revoke_user(rows: AccountRows, user: str, *, now: datetime | None = None) -> int:
     """End every session of ``user`` at once (disable, role change, new password); return
     how many were live."""
-    cur = conn.execute("UPDATE sessions SET revoked_at = ? WHERE user = ? AND revoked_at IS NULL",
-                       [_iso(_now(now)), user])
-    return int(cur.rowcount or 0)
+    return rows.revoke_sessions_of(user, _iso(_now(now)))
 
 
 def stale(last_seen: str, now: datetime | None = None) -> bool:
@@ -206,12 +208,14 @@ def stale(last_seen: str, now: datetime | None = None) -> bool:
 
 
 # ------------------------------------------------------------------ the check
-def check(conn: sqlite3.Connection, token: str | None, *, user: str | None = None,
+def check(rows: AccountRows, token: str | None, *, user: str | None = None,
           role: str | None = None, now: datetime | None = None,
           touch: bool = True) -> SessionInfo:
     """The session of ``token``, if it may act now; else raise :class:`SignedOut`.
 
-    Call it inside the write's transaction. ``user``: the write is made under this name
+    Call it inside the write's transaction (``rows`` from
+    :func:`annotation.store.accounts.writing`; :func:`annotation.store.accounts.reading`
+    for a look outside one). ``user``: the write is made under this name
     (it must be the session's). ``role``: the write needs this role (``admin``; None: any
     role). ``touch`` moves ``last_seen`` to now (at most every :data:`TOUCH_EVERY`).
     """
@@ -219,28 +223,25 @@ def check(conn: sqlite3.Connection, token: str | None, *, user: str | None = Non
         raise SignedOut("no_session")
     moment = _now(now)
     wanted = digest(token)
-    row = conn.execute(
-        "SELECT s.session_id, s.token_hash, s.user, s.role, s.created_at, s.last_seen,"
-        " s.revoked_at, u.role, u.disabled FROM sessions s LEFT JOIN users u ON u.name = s.user"
-        " WHERE s.token_hash = ?", [wanted]).fetchone()
-    if row is None or not hmac.compare_digest(row[1], wanted):
+    row = rows.session(wanted)
+    if row is None or not hmac.compare_digest(row.token_hash, wanted):
         raise SignedOut("unknown")
-    session_id, _, name, session_role, created, seen, revoked, account_role, disabled = row
     # the most telling reason first (disabling and role changes also revoke)
-    if account_role is None or disabled:
+    if row.account_role is None or row.disabled:
         raise SignedOut("disabled")
-    if account_role != session_role:
+    if row.account_role != row.role:
         raise SignedOut("role")
-    if revoked is not None:
+    if row.revoked_at is not None:
         raise SignedOut("revoked")
-    if not session_valid(created, seen, moment):
+    if not session_valid(row.created_at, row.last_seen, moment):
         raise SignedOut("expired")
-    if role is not None and account_role != role:
+    if role is not None and row.account_role != role:
         raise SignedOut("forbidden")
-    if user is not None and user != name:
+    if user is not None and user != row.user:
         raise SignedOut("other_user")
+    seen = row.last_seen
     if touch and stale(seen, moment):
         seen = _iso(moment)
-        conn.execute("UPDATE sessions SET last_seen = ? WHERE session_id = ?",
-                     [seen, session_id])
-    return SessionInfo(int(session_id), str(name), str(account_role), str(created), str(seen))
+        rows.touch_session(row.session_id, seen)
+    return SessionInfo(row.session_id, str(row.user), str(row.account_role),
+                       str(row.created_at), str(seen))

@@ -119,25 +119,23 @@ def _write(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
 def _from_db(args: argparse.Namespace) -> tuple[str, list[tuple[str, Any, Any]]] | int:
     from annotation.store import Store
+    from annotation.store import project as project_rows
 
     if not Path(args.db).is_file():
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     with Store.open(args.db, migrate=False) as store:
-        row = store.conn.execute("SELECT checklist_id, meta FROM tasks WHERE task_id = ?",
-                                 [args.task]).fetchone()
-        if row is None:
+        task = project_rows.task(store, args.task)
+        if task is None:
             print(f"{args.db}: no task {args.task!r}", file=sys.stderr)
             return 1
-        questions = store.conn.execute(
-            "SELECT question_id, operator, target FROM questions WHERE checklist_id = ? "
-            "ORDER BY position, question_id", [row[0]]).fetchall()
-    meta = json.loads(row[1] or "{}")
+        questions = project_rows.checklist_questions(store, task.checklist_id)
+    meta = task.meta
     formula = meta.get("formula") if isinstance(meta, dict) else None
     if not isinstance(formula, str) or not formula.strip():
         print(f"task {args.task!r} has no meta.formula", file=sys.stderr)
         return 1
-    return formula, [tuple(q) for q in questions]
+    return formula, list(questions)
 
 
 def cmd_tree(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from annotation.results.paper_tables import VIF_STATS, judge_order
 from annotation.results.ratings import AVERAGE, HUMAN_LOO, HUMAN_MEAN, LOO_MEAN, with_average
 from annotation.results.study import StudyData
 from annotation.store import Store
+from annotation.store import project as project_rows
 
 __all__ = ["CHECKLIST", "HUMAN_MAJORITY", "HUMAN_MEAN", "HUMAN_ROW", "LOO_MEAN",
            "abbreviate", "agreement_by_group", "ci_text", "confusion", "csv_bytes",
@@ -342,10 +343,7 @@ def judge_texts(store: Store, judge: str, output_id: str,
     text is not repeated); on the checklist, one row per question.
     """
     column = "question_id" if criterion_or_checklist == CHECKLIST else "criterion"
-    rows = store.query_df(
-        f"SELECT {column} AS about, raw, parse_status FROM judgments"
-        f" WHERE judge = ? AND output_id = ? AND {column} IS NOT NULL ORDER BY judgment_id",
-        [judge, output_id])
+    rows = project_rows.judge_raw_df(store, judge, output_id, column)
     if column == "question_id" or rows.empty:
         return rows
     grouped = rows.groupby(["raw", "parse_status"], sort=False, dropna=False).about.agg(

@@ -35,6 +35,7 @@ import pandas as pd
 from annotation.stats.agreement import binary_agreement
 from annotation.stats.reliability import krippendorff_alpha
 from annotation.store import Store
+from annotation.store import conflicts as conflict_rows
 from annotation.vif.conflicts import CONFLICT_KEYS
 from annotation.work.verification import CONFLICT_TYPES, conflict_types, load_verify_item
 
@@ -44,15 +45,7 @@ def load_verdicts(store: Store, *, history: bool = False) -> pd.DataFrame:
     """Current verdicts of submitted tasks (work in progress is not a result yet) or, with
     ``history``, every row ever written, with ``supersedes``; ``automatic``/``agrees``/
     ``label`` as booleans (None where absent)."""
-    view = "conflict_verdicts" if history else "current_conflict_verdicts"
-    extra = ", verdict_id, supersedes" if history else ""
-    submitted = "" if history else (
-        " WHERE EXISTS (SELECT 1 FROM verify_submissions s WHERE s.verifier = v.verifier"
-        " AND s.task_id = v.task_id)")
-    df = store.query_df(
-        f"SELECT task_id, conflict, verifier, automatic, agrees, label, note, blind,"
-        f" created_at{extra} FROM {view} v{submitted}"
-        " ORDER BY task_id, conflict, verifier, created_at")
+    df = conflict_rows.verdicts_df(store, history=history)
     for col in ("automatic", "agrees", "label", "blind"):
         df[col] = df[col].map(lambda v: None if pd.isna(v) else bool(v)).astype(object)
     return df
@@ -62,7 +55,8 @@ def load_tasks(store: Store) -> pd.DataFrame:
     """Per task and conflict type it can have: the automatic label (published, else the
     rules'), the published label and the rules' decision on the pre-labels."""
     rows = []
-    for task_id, meta in store.conn.execute("SELECT task_id, meta FROM tasks ORDER BY rowid"):
+    tasks = store.tasks_df()
+    for task_id, meta in zip(tasks["task_id"], tasks["meta"], strict=True):
         if not conflict_types(json.loads(meta)):
             rows.append({"task_id": task_id, "conflict": None, "automatic": None,
                          "published": None, "rules": None})
@@ -76,9 +70,7 @@ def load_tasks(store: Store) -> pd.DataFrame:
 
 
 def load_readings(store: Store) -> pd.DataFrame:
-    df = store.query_df(
-        "SELECT task_id, verifier, image_idx, attribute, value, created_at"
-        " FROM current_prelabel_readings ORDER BY task_id, verifier, image_idx, attribute")
+    df = conflict_rows.readings_df(store)
     df["value"] = df["value"].map(json.loads).astype(object)
     return df
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from annotation.store import Store
+from annotation.store import project as project_rows
 
 
 @dataclass(frozen=True)
@@ -88,9 +89,7 @@ def load_study(store: Store) -> StudyData:
     questions["depends_on"] = questions["depends_on"].map(json.loads)
     question_meta = pd.DataFrame([_flat_meta(m) for m in stored["meta"]], index=stored.index)
     questions = pd.concat([questions, question_meta], axis=1)
-    outputs = store.query_df(
-        "SELECT o.output_id, o.task_id, o.generator, o.missing, t.checklist_id, t.meta"
-        " FROM outputs o JOIN tasks t USING (task_id) ORDER BY o.rowid")
+    outputs = project_rows.outputs_with_tasks_df(store)
     outputs = outputs[~outputs.output_id.isin(nodes)].reset_index(drop=True)
     times = store.item_times_df()
     meta = pd.DataFrame([_flat_meta(m) for m in outputs.pop("meta")], index=outputs.index)

@@ -58,6 +58,8 @@ import pandas as pd
 from annotation.stats.agreement import cohen_kappa, contingency_table, wilson_interval
 from annotation.stats.reliability import krippendorff_alpha
 from annotation.store import Store
+from annotation.store import project as project_rows
+from annotation.store import trees as tree_rows
 from annotation.trace.formula import FormulaError
 from annotation.trace.localize import (
     CATEGORIES,
@@ -120,7 +122,7 @@ TABLES = ("auto_vs_human", "human_agreement", "table3", "table3_long", "figure11
 def _units(store: Store) -> pd.DataFrame:
     """The tree units (:func:`annotation.trace.trees.tree_units`) with task_id and generator."""
     units = tree_units(store)
-    roots = store.query_df("SELECT output_id, task_id, generator FROM outputs")
+    roots = store.outputs_df()[["output_id", "task_id", "generator"]]
     roots = roots[roots["output_id"].isin(set(units))]
     order = {u: i for i, u in enumerate(units)}
     return roots.sort_values("output_id", key=lambda s: s.map(order)).reset_index(drop=True)
@@ -147,12 +149,9 @@ def _load_trees(store: Store, task_ids: Iterable[str]) -> tuple[dict[str, Tree],
 def _node_passes(store: Store, units: pd.DataFrame, judge: str) -> pd.DataFrame:
     """Per unit, node and question: ``passed`` (the judge's answer equals the pass
     answer), as :func:`annotation.trace.trees.question_passes` gives for one unit."""
-    outputs = store.query_df("SELECT output_id, task_id, generator, meta FROM outputs")
+    outputs = store.outputs_df()[["output_id", "task_id", "generator", "meta"]]
     outputs["node"] = [output_node(m) for m in outputs["meta"]]
-    answers = store.query_df(
-        "SELECT j.output_id, j.question_id, j.answer, q.pass_answer FROM judgments j"
-        " JOIN questions q ON q.question_id = j.question_id WHERE j.judge = ?"
-        " AND j.answer IS NOT NULL", [judge])
+    answers = project_rows.judge_checklist_answers_df(store, judge)
     answers["passed"] = answers["answer"] == answers["pass_answer"]
     answers = answers.merge(outputs[["output_id", "task_id", "generator", "node"]],
                             on="output_id")
@@ -193,7 +192,7 @@ def _automatic(store: Store, judge: str | None, units: pd.DataFrame, built: dict
     retained = {f"{unit}{sep}{node.id}": node.questions
                 for unit, task in units[["output_id", "task_id"]].itertuples(index=False)
                 if task in built for node in built[task].nodes}
-    questions = store.query_df("SELECT question_id, operator, target FROM questions")
+    questions = project_rows.question_targets_df(store)
     results = instance_results(
         retained, passes.assign(node=passes["unit"] + sep + passes["node"]), questions)
     split = results["node"].str.split(sep, n=1, regex=False)
@@ -260,13 +259,7 @@ def load_reviews(store: Store) -> pd.DataFrame:
     """Every current tree review: review_id, reviewer, output_id, task_id, generator,
     instance (``<operator>|<target>``), origin, reason, box (a dict or None), note,
     created_at, submitted (the reviewer has submitted that tree)."""
-    df = store.query_df(
-        "SELECT r.review_id, r.reviewer, r.output_id, o.task_id, o.generator, r.instance,"
-        " r.origin, r.reason, r.box, r.note, r.created_at,"
-        " EXISTS (SELECT 1 FROM tree_submissions s WHERE s.reviewer = r.reviewer"
-        "   AND s.output_id = r.output_id) AS submitted"
-        " FROM current_tree_reviews r JOIN outputs o ON o.output_id = r.output_id"
-        " ORDER BY r.output_id, r.instance, r.reviewer")
+    df = tree_rows.current_reviews_df(store)
     df["box"] = [None if b is None or (isinstance(b, float) and math.isnan(b))
                  else json.loads(b) for b in df["box"]]
     df["box"] = df["box"].astype(object)
@@ -513,14 +506,9 @@ def progress_by_reviewer(store: Store) -> pd.DataFrame:
     """Per reviewer: trees submitted, trees started (with at least one current review),
     reviews (current instance localizations), of which persistent / not_a_failure, with a
     box, with a note, and the time of the latest review."""
-    subs = store.query_df(
-        "SELECT reviewer, count(*) AS submitted FROM tree_submissions GROUP BY 1")
-    reviews = store.query_df(
-        "SELECT reviewer, count(DISTINCT output_id) AS started, count(*) AS reviews,"
-        " SUM(origin = ?) AS persistent, SUM(origin = ?) AS not_a_failure,"
-        " SUM(box IS NOT NULL) AS with_box, SUM(note IS NOT NULL) AS with_note,"
-        " MAX(created_at) AS last_review FROM current_tree_reviews GROUP BY 1",
-        [PERSISTENT, NOT_A_FAILURE])
+    subs = tree_rows.submissions_by_reviewer_df(store)
+    reviews = tree_rows.reviews_by_reviewer_df(store, persistent=PERSISTENT,
+                                               not_a_failure=NOT_A_FAILURE)
     table = subs.merge(reviews, how="outer", on="reviewer")
     counts = ["submitted", "started", "reviews", "persistent", "not_a_failure", "with_box",
               "with_note"]
@@ -532,10 +520,8 @@ def progress_by_reviewer(store: Store) -> pd.DataFrame:
 def data_stamp(store: Store) -> tuple[Any, ...]:
     """A cache key that changes when the data behind the results does: imports,
     judgments, every tree review row (history included), submissions, the settings."""
-    conn = store.conn
     return (
-        *(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-          for t in ("imports", "judgments", "outputs", "tree_reviews", "tree_submissions")),
+        *tree_rows.review_data_counts(store),
         json.dumps(get_settings(store).__dict__, sort_keys=True),
     )
 

@@ -1,6 +1,10 @@
 """The project store: one SQLite file per project, opened through sqlite-utils.
 
-This is the only module that speaks SQL. Everything else hands it validated records
+This package is the only code that speaks SQL (``tests/test_storage_boundary.py`` checks
+it): this module (connection, migrations, imports, whole-table frames), ``project``
+(reads of project rows), ``accounts`` (users, sign-in audit, sessions), ``trees`` and
+``conflicts`` (review and verdict rows for the results), ``backup``, ``check``,
+``history``, ``guard``. Everything else hands it validated records
 (:mod:`annotation.records`) to write, and asks it for records or DataFrames.
 
 * WAL journal, ``synchronous=FULL`` (an acknowledged answer survives a crash of the
@@ -173,7 +177,7 @@ class Store:
                     f"({schema.SCHEMA_VERSION}); upgrade judge-audit"
                 )
             for number in range(version, schema.SCHEMA_VERSION):
-                for statement in _split_sql(schema.MIGRATIONS[number]):
+                for statement in split_sql(schema.MIGRATIONS[number]):
                     self.conn.execute(statement)
                 self.conn.execute(f"PRAGMA user_version = {number + 1}")
         return self.schema_version()
@@ -198,7 +202,9 @@ class Store:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             if self.guard is not None and not public:
-                sessions.check(self.conn, self.guard.token(), user=user, role=role)
+                from annotation.store.accounts import AccountRows
+
+                sessions.check(AccountRows(self.conn), self.guard.token(), user=user, role=role)
             yield self.conn
         except BaseException as exc:
             self.conn.execute("ROLLBACK")
@@ -645,7 +651,7 @@ class Store:
         return p
 
 
-def _split_sql(script: str) -> list[str]:
+def split_sql(script: str) -> list[str]:
     """Split a migration into statements (``sqlite3.complete_statement`` aware)."""
     statements, buf = [], ""
     for line in script.splitlines(keepends=True):

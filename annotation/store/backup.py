@@ -79,12 +79,12 @@ def media_dir(db_path: str | os.PathLike[str]) -> Path:
     return db.with_name(db.stem + "_media")
 
 
-def _media_file(db_path: Path, sha256: str, fmt: str) -> Path:
+def media_file(db_path: Path, sha256: str, fmt: str) -> Path:
     """Where the bytes of ``sha256`` live beside ``db_path`` (as :meth:`Store.media_path`)."""
     return media_dir(db_path) / sha256[:2] / f"{sha256}.{EXTENSIONS.get(fmt, 'bin')}"
 
 
-def _connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
+def connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
     if read_only:
         conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True,
                                timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -152,11 +152,11 @@ def _copy_media(files: list[tuple[str, str, int]], source_db: Path, target_db: P
         if source_root.is_dir():
             root.chmod(stat.S_IMODE(source_root.stat().st_mode))
     for sha, fmt, size in files:
-        target = _media_file(target_db, sha, fmt)
+        target = media_file(target_db, sha, fmt)
         if target.is_file() and target.stat().st_size == size:
             present += 1
             continue
-        source = _media_file(source_db, sha, fmt)
+        source = media_file(source_db, sha, fmt)
         if not (source.is_file() and source.stat().st_size == size):
             missing.append(str(source))
             continue
@@ -194,7 +194,7 @@ def backup(db_path: str | os.PathLike[str], out_path: str | os.PathLike[str]) ->
         p.unlink(missing_ok=True)
     try:
         _create_like(part, db)
-        source = _connect(db)
+        source = connect(db)
         try:
             _describe(source)  # refuse anything that is not a project before copying
             target = sqlite3.connect(part, isolation_level=None)
@@ -225,7 +225,7 @@ def backup(db_path: str | os.PathLike[str], out_path: str | os.PathLike[str]) ->
 def _usable(db: Path) -> bool:
     """Whether SQLite can read the database at ``db`` (``quick_check`` passes)."""
     try:
-        conn = _connect(db)
+        conn = connect(db)
         try:
             return conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
         finally:
@@ -242,7 +242,7 @@ def _write_new(source: sqlite3.Connection, db: Path, like: Path) -> None:
         p.unlink(missing_ok=True)
     try:
         _create_like(part, like)
-        target = _connect(part)
+        target = connect(part)
         try:
             source.backup(target)
             target.execute("PRAGMA journal_mode = WAL")  # as Store.open leaves a project
@@ -263,7 +263,7 @@ def _write_new(source: sqlite3.Connection, db: Path, like: Path) -> None:
 
 def _overwrite(source: sqlite3.Connection, db: Path) -> None:
     """Replace the content of the live database ``db`` in one write transaction."""
-    target = _connect(db)
+    target = connect(db)
     try:
         try:
             source.backup(target)
@@ -292,7 +292,7 @@ def restore(backup_path: str | os.PathLike[str], db_path: str | os.PathLike[str]
     if exists and not force:
         raise RecoveryError(f"{db} exists: restore with --force (force=True) to replace it")
     try:
-        source = _connect(src, read_only=True)
+        source = connect(src, read_only=True)
     except sqlite3.DatabaseError as exc:
         raise RecoveryError(f"{src}: {exc}") from exc
     try:
@@ -308,7 +308,7 @@ def restore(backup_path: str | os.PathLike[str], db_path: str | os.PathLike[str]
                                 f"judge-audit ({schema.SCHEMA_VERSION}); upgrade judge-audit")
         lacking = [sha for sha, fmt, size in files
                    if not any(p.is_file() and p.stat().st_size == size
-                              for p in (_media_file(src, sha, fmt), _media_file(db, sha, fmt)))]
+                              for p in (media_file(src, sha, fmt), media_file(db, sha, fmt)))]
         if lacking:
             raise RecoveryError(f"{media_dir(src)}: {len(lacking)} image files of the backup "
                                 f"are missing, e.g. {lacking[0]}")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from annotation.store import schema
-from annotation.store.backup import _connect, _media_file, integrity_problems, media_dir
+from annotation.store.backup import connect, integrity_problems, media_dir, media_file
 
 CORE_TABLES = frozenset({"annotations", "files", "outputs", "tasks", "project"})
 
@@ -98,10 +98,10 @@ def expected_objects(version: int) -> set[tuple[str, str]]:
     """``(type, name)`` of every table, view, index and trigger of schema ``version``."""
     conn = sqlite3.connect(":memory:")
     try:
-        from annotation.store import _split_sql
+        from annotation.store import split_sql
 
         for number in range(version):
-            for statement in _split_sql(schema.MIGRATIONS[number]):
+            for statement in split_sql(schema.MIGRATIONS[number]):
                 conn.execute(statement)
         return _objects(conn)
     finally:
@@ -117,11 +117,11 @@ def _open(db: Path) -> sqlite3.Connection:
     """Read only where SQLite allows it (a WAL database without its -shm file may need a
     writable connection to open; nothing is written through it either way)."""
     try:
-        conn = _connect(db, read_only=True)
+        conn = connect(db, read_only=True)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return conn
     except sqlite3.OperationalError:
-        return _connect(db)
+        return connect(db)
 
 
 def _check_image(path: Path, sha256: str, size: int) -> str | None:
@@ -215,7 +215,7 @@ def _check_database(conn: sqlite3.Connection, db: Path, report: CheckReport) -> 
     files = conn.execute("SELECT sha256, format, size_bytes FROM files ORDER BY sha256")
     for sha, fmt, size in files.fetchall():
         report.images_checked += 1
-        path = _media_file(db, sha, fmt)
+        path = media_file(db, sha, fmt)
         wrong = _check_image(path, sha, int(size))
         if wrong is not None:
             where = path.relative_to(media_dir(db)) if path.is_relative_to(media_dir(db)) \

@@ -21,7 +21,6 @@ A *tree unit* is a root output (task x generator) with at least one node output.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from annotation.store import Store
+from annotation.store import project as project_rows
 from annotation.trace.decompose import DiagnosticNode, decompose, node_record, retained_questions
 from annotation.trace.formula import FormulaError, parse, parse_target
 from annotation.trace.localize import instance_results, localize
@@ -157,25 +157,23 @@ def _parses(text: Any) -> bool:
 
 
 def task_questions(store: Store, task_id: str) -> pd.DataFrame:
-    return store.query_df(
-        "SELECT q.question_id, q.text, q.operator, q.target, q.pass_answer"
-        " FROM questions q JOIN tasks t ON t.checklist_id = q.checklist_id"
-        " WHERE t.task_id = ? ORDER BY q.position", [task_id])
+    """The questions of the task's checklist, in order: question_id, text, operator,
+    target, pass_answer."""
+    return project_rows.task_questions_df(store, task_id)
 
 
 def load_tree(store: Store, task_id: str) -> Tree | None:
-    row = store.conn.execute("SELECT meta FROM tasks WHERE task_id = ?", [task_id]).fetchone()
-    if row is None:
+    task = project_rows.task(store, task_id)
+    if task is None:
         raise KeyError(task_id)
     q = task_questions(store, task_id)
-    return tree_from_meta(task_id, json.loads(row[0]),
+    return tree_from_meta(task_id, task.meta,
                           list(q[["question_id", "operator", "target"]].itertuples(
                               index=False, name=None)))
 
 
 def _outputs(store: Store) -> pd.DataFrame:
-    df = store.query_df("SELECT output_id, task_id, generator, sha256, meta FROM outputs"
-                        " ORDER BY rowid")
+    df = store.outputs_df()[["output_id", "task_id", "generator", "sha256", "meta"]]
     df["node"] = [output_node(m) for m in df["meta"]]
     return df.drop(columns="meta")
 
@@ -218,9 +216,9 @@ def load_tree_item(store: Store, root_output_id: str) -> TreeItem:
     mine = df[(df.task_id == task_id) & (df.generator == generator)]
     images = {n: (None if pd.isna(s) else s) for n, s in zip(mine.node, mine.sha256,
                                                               strict=True)}
-    instruction = store.conn.execute(
-        "SELECT instruction FROM tasks WHERE task_id = ?", [task_id]).fetchone()[0]
-    return TreeItem(root_output_id, task_id, instruction, tree,
+    task = project_rows.task(store, task_id)
+    assert task is not None  # load_tree found it
+    return TreeItem(root_output_id, task_id, task.instruction, tree,
                     {n.id: images.get(n.id) for n in tree.nodes})
 
 
@@ -235,7 +233,8 @@ def default_judge(store: Store) -> str | None:
     nodes = node_output_ids(store)
     if not nodes:
         return None
-    df = store.query_df("SELECT judge, output_id FROM judgments WHERE question_id IS NOT NULL")
+    df = store.judgments_df()
+    df = df[df.question_id.notna()][["judge", "output_id"]]
     df = df[df.output_id.isin(nodes)]
     if df.empty:
         return None
@@ -248,10 +247,7 @@ def question_passes(store: Store, item: TreeItem, judge: str) -> pd.DataFrame:
     df = _outputs(store)
     generator = df[df.output_id == item.root_output_id].iloc[0].generator
     mine = df[(df.task_id == item.task_id) & (df.generator == generator)]
-    j = store.query_df(
-        "SELECT j.output_id, j.question_id, j.answer, q.pass_answer FROM judgments j"
-        " JOIN questions q ON q.question_id = j.question_id WHERE j.judge = ?"
-        " AND j.answer IS NOT NULL", [judge])
+    j = project_rows.judge_checklist_answers_df(store, judge)
     j = j.merge(mine[["output_id", "node"]], on="output_id")
     j["passed"] = j["answer"] == j["pass_answer"]
     return j[["node", "question_id", "answer", "passed"]]

@@ -27,7 +27,8 @@ from typing import Any
 from annotation.accounts import sessions
 from annotation.accounts.auth import AccountError, User, get_user
 from annotation.accounts.sessions import SignedOut
-from annotation.store import SessionGuard, Store, append_audit, guard
+from annotation.store import SessionGuard, Store, guard
+from annotation.store import accounts as accounts_store
 
 ENV_DB = "JUDGE_AUDIT_DB"
 ENV_DEMO = "JUDGE_AUDIT_DEMO"
@@ -166,9 +167,9 @@ def sign_in(session_state: MutableMapping[str, Any], user: User, store: Store | 
         account = get_user(store, user.name)
         if account is None:
             raise AccountError(f"no enabled account named {user.name!r}")
-        with store.transaction(public=True) as conn:
-            sessions.revoke(conn, presented_token(session_state))
-            secret = sessions.create(conn, account.name, account.role,
+        with accounts_store.writing(store, public=True) as rows:
+            sessions.revoke(rows, presented_token(session_state))
+            secret = sessions.create(rows, account.name, account.role,
                                      handoff=not _test_sessions, user_agent=user_agent)
     finally:
         if owned:
@@ -191,10 +192,8 @@ def sign_out(session_state: MutableMapping[str, Any], store: Store | None = None
         owned = store is None
         store = store if store is not None else Store.open(resolve_db())
         try:
-            with store.transaction(public=True) as conn:
-                user = sessions.revoke(conn, token)
-                if user is not None:
-                    append_audit(conn, actor=user, action="logout", subject=user)
+            with accounts_store.writing(store, public=True) as rows:
+                sessions.sign_out(rows, token)
         finally:
             if owned:
                 store.close()
@@ -221,10 +220,10 @@ def current_user(session_state: MutableMapping[str, Any], store: Store | None = 
         return None
     store = store if store is not None else open_store(session_state)
     try:
-        info = sessions.check(store.conn, token, touch=False)
+        info = sessions.check(accounts_store.reading(store), token, touch=False)
         if sessions.stale(info.last_seen):
-            with store.transaction(public=True) as conn:  # slide the idle window
-                info = sessions.check(conn, token)
+            with accounts_store.writing(store, public=True) as rows:  # slide the idle window
+                info = sessions.check(rows, token)
     except SignedOut as exc:
         _forget(session_state)
         if HANDOFF_KEY not in session_state:  # not while signing in again

@@ -91,20 +91,20 @@ def _open_store() -> Any:
 
 def redeem_code(code: str) -> str | None:
     """The token for a handoff code (one transaction), or None."""
-    with _open_store() as store, store.transaction(public=True) as conn:
-        return sessions.redeem(conn, code)
+    from annotation.store import accounts as accounts_store
+
+    with _open_store() as store, accounts_store.writing(store, public=True) as rows:
+        return sessions.redeem(rows, code)
 
 
 def revoke_token(token: str | None) -> None:
     """Revoke the session of ``token`` (a sign-out request), logged as ``logout``."""
     if not token:
         return
-    from annotation.store import append_audit
+    from annotation.store import accounts as accounts_store
 
-    with _open_store() as store, store.transaction(public=True) as conn:
-        user = sessions.revoke(conn, token)
-        if user is not None:
-            append_audit(conn, actor=user, action="logout", subject=user)
+    with _open_store() as store, accounts_store.writing(store, public=True) as rows:
+        sessions.sign_out(rows, token)
 
 
 def routes() -> list[Any]:
