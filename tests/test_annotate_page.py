@@ -197,7 +197,7 @@ def test_dependency_gating_on_the_page(db):
     at.session_state["annotate"] = {"annotator": "bob", "guidelines_seen": True}
     at.run()
     # open the item with the dependent question through the session, then answer its parent
-    from annotation.work.session import AnnotationSession
+    from annotation.work.workflow import AnnotationSession
 
     with Store.open(db) as store:
         # answering needs the item reserved and not full (issue #12): the demo's three

@@ -16,8 +16,7 @@ from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.results import conflicts as cr
 from annotation.store import Store
-from annotation.work.verification import submit_task
-from annotation.work.verify_session import VerifySession
+from annotation.work.verification import VerifySession, submit_task
 
 
 def _labels(pairs: list[tuple[bool | None, bool | None]], kind: str = "orientation"):

@@ -35,10 +35,10 @@ from annotation.accounts.auth import User
 from annotation.formats.importers import import_path
 from annotation.store import Store
 from annotation.ui.app_state import sign_in
-from annotation.work import routing, workflow
+from annotation.work import engine, workflow
 from annotation.work import tree_review as tr
 from annotation.work import verification as vf
-from annotation.work.session import AnnotationSession
+from annotation.work.workflow import AnnotationSession
 
 ROOT = Path(__file__).resolve().parents[1]
 PW = "tulip orbit cactus ninety"
@@ -553,7 +553,7 @@ def test_verification_and_trees_refuse_a_stale_tab_too(verify_db, tmp_path):
         # a verifier whose own order starts with that task takes the lapsed slot
         tasks = vf.verifiable_tasks(store)
         other = next(n for n in (f"ver-{i}" for i in range(200))
-                     if routing.personal_order(tasks, n, 0, "verify")[0] == task)
+                     if engine.personal_order(tasks, n, 0, "verify")[0] == task)
         b = vf_session(store, other)
         assert b.task_id == task
         b.confirm_readings({})
@@ -578,12 +578,12 @@ def test_verification_and_trees_refuse_a_stale_tab_too(verify_db, tmp_path):
         assert r2.output_id == unit  # overlap 1 by default
         r1.set_field("f|f2", "origin", "N1")
         assert tr.my_reviews(store, "r1", unit) == {} and r1.state["notice"]
-        with pytest.raises(routing.ItemTaken):
+        with pytest.raises(engine.ItemTaken):
             tr.give_review(store, "r1", unit, "f|f2", "N1", slot=True)
 
 
 def vf_session(store: Store, name: str):
-    from annotation.work.verify_session import VerifySession
+    from annotation.work.verification import VerifySession
 
     return VerifySession(store, name, {})
 

@@ -10,7 +10,7 @@ from annotation.cli import main
 from annotation.store import Store
 from annotation.work import checklist, workflow
 from annotation.work.checklist import QuestionView
-from annotation.work.session import AnnotationSession
+from annotation.work.workflow import AnnotationSession
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 

@@ -28,6 +28,7 @@ from annotation.accounts import sessions
 from annotation.accounts.auth import AccountError, User, get_user
 from annotation.accounts.sessions import SignedOut
 from annotation.store import SessionGuard, Store, append_audit, guard
+from annotation.store.queue import release_person
 
 ENV_DB = "JUDGE_AUDIT_DB"
 ENV_DEMO = "JUDGE_AUDIT_DEMO"
@@ -195,6 +196,7 @@ def sign_out(session_state: MutableMapping[str, Any], store: Store | None = None
                 user = sessions.revoke(conn, token)
                 if user is not None:
                     append_audit(conn, actor=user, action="logout", subject=user)
+                    release_person(conn, user)  # their reservations go back to the queue
         finally:
             if owned:
                 store.close()

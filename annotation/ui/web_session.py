@@ -100,11 +100,13 @@ def revoke_token(token: str | None) -> None:
     if not token:
         return
     from annotation.store import append_audit
+    from annotation.store.queue import release_person
 
     with _open_store() as store, store.transaction(public=True) as conn:
         user = sessions.revoke(conn, token)
         if user is not None:
             append_audit(conn, actor=user, action="logout", subject=user)
+            release_person(conn, user)  # their reservations go back to the queue
 
 
 def routes() -> list[Any]:

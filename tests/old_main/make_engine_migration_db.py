@@ -1,4 +1,4 @@
-"""Make ``engine_migration.db.gz`` and ``engine_migration.json.gz`` with the code of the previous main.
+"""Make ``engine_migration.db.gz`` and ``.json.gz`` with the code of the previous main.
 
 The migration test (``tests/test_migration_engine.py``) opens a database written by the
 code before the one workflow engine (commit c398739, schema version 5: per-workflow queue
