@@ -16,6 +16,7 @@ This is the only module that speaks SQL. Everything else hands it validated reco
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 import os
@@ -177,6 +178,12 @@ class Store:
                 for statement in _split_sql(schema.MIGRATIONS[number]):
                     self.conn.execute(statement)
                 self.conn.execute(f"PRAGMA user_version = {number + 1}")
+        if version < schema.VACUUM_AFTER <= schema.SCHEMA_VERSION:
+            # a migration dropped tables: give their pages back (no free pages stay
+            # behind to hide a torn page from the integrity check); the migration stands
+            # if another connection keeps the file busy
+            with contextlib.suppress(sqlite3.OperationalError):
+                self.conn.execute("VACUUM")
         return self.schema_version()
 
     @contextmanager

@@ -473,3 +473,5 @@ def _one_queue() -> str:
 MIGRATIONS.append(_one_queue())
 
 SCHEMA_VERSION = len(MIGRATIONS)
+#: the store runs VACUUM once after migrating past this version (migration 6 drops tables)
+VACUUM_AFTER = 6
