@@ -529,7 +529,7 @@ class VerifySession(Controller):
         assert self.task_id is not None
         try:
             return give_reading(self.store, self.verifier, self.task_id, index, attribute,
-                                   value, active=self._active(), slot=True)
+                                value, active=self._active(), slot=True)
         except ItemTaken as exc:
             self._taken(exc)
             return None
@@ -562,8 +562,8 @@ class VerifySession(Controller):
         blind = self.settings.blind and bool(self.item.needed())
         try:
             return give_verdict(self.store, self.verifier, self.task_id, conflict, label,
-                                   automatic, note=note, blind=blind, active=self._active(),
-                                   slot=True)
+                                automatic, note=note, blind=blind, active=self._active(),
+                                slot=True)
         except ItemTaken as exc:
             self._taken(exc)
             return None
@@ -580,8 +580,8 @@ class VerifySession(Controller):
         assert self.task_id is not None
         try:
             return give_verdict(self.store, self.verifier, self.task_id, conflict,
-                                   verdict.label, check.automatic, note=note,
-                                   blind=verdict.blind, active=self._active(), slot=True)
+                                verdict.label, check.automatic, note=note,
+                                blind=verdict.blind, active=self._active(), slot=True)
         except ItemTaken as exc:
             self._taken(exc)
             return None
