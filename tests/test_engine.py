@@ -239,3 +239,12 @@ def test_a_sign_out_request_releases_the_persons_reservations(demo, monkeypatch)
     web_session.revoke_token(presented_token(state))
     assert queues.reservations_df(demo, "alice").empty
 
+
+
+def test_each_workflow_says_when_its_unit_is_complete(trees):
+    session = tr.TreeSession(trees, "r1", {})
+    failing = session.failing()
+    assert failing and not session.complete()
+    for f in failing:
+        session.set_field(f.key, "origin", tr.NOT_A_FAILURE)
+    assert session.complete()

@@ -368,6 +368,10 @@ class Controller:
     def _entered(self) -> None:
         """Hook: the new unit is open (e.g. place a cursor)."""
 
+    def complete(self) -> bool:
+        """Whether the open unit has every answer it needs (each workflow says when)."""
+        raise NotImplementedError
+
     def progress(self) -> tuple[int, int]:
         """(units submitted, units submitted + still open to the person)."""
         return self.router.personal_progress(self.store, self.person)

@@ -36,6 +36,7 @@ from annotation.trace.trees import (
     default_judge,
     instance_key,
     instance_table,
+    load_tree_item,
     tree_units,
 )
 from annotation.work.engine import (
@@ -313,6 +314,17 @@ class TreeSession(Controller):
     def reviews(self) -> dict[str, Review]:
         assert self.output_id is not None
         return my_reviews(self.store, self.reviewer, self.output_id)
+
+    def failing(self) -> list[FailingInstance]:
+        """The failing instances of the open tree by the review's judge (none: no judge)."""
+        judge = judge_for(self.store)
+        if self.output_id is None or judge is None:
+            return []
+        return failing_instances(self.store, load_tree_item(self.store, self.output_id), judge)
+
+    def complete(self) -> bool:
+        """Every failing instance localized, with a reason unless it is not a failure."""
+        return reviews_complete(self.failing(), self.reviews())
 
     def set_field(self, instance: str, field: str, value: Any) -> int | None:
         """Change one field of the review of ``instance``, keeping the others as stored now

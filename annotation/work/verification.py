@@ -589,6 +589,10 @@ class VerifySession(Controller):
     def pending_note(self, conflict: str) -> str | None:
         return self.state.get("notes", {}).get(conflict)
 
+    def complete(self) -> bool:
+        """Every needed pre-label read and a verdict per conflict type."""
+        return self.can_submit()
+
     def can_submit(self) -> bool:
         return readings_complete(self.item, self.readings()) and verdicts_complete(
             self.item, self.verdicts())
