@@ -1,6 +1,6 @@
 """The annotator workspace: one output at a time, keyboard first, blind.
 
-Layout only: the controller is annotation.work.session.AnnotationSession; images come from
+Layout only: the controller is annotation.work.workflow.AnnotationSession; images come from
 annotation.ui.widgets.show_image (re-encoded from pixels, a placeholder if unreadable). No pass
 answer, judge output or generator name is ever put on this page (AnnotatorItem has no field
 for them).
@@ -16,7 +16,7 @@ from annotation.ui.widgets import inert, require, safe_markdown, show_image
 from annotation.vif.readouts import readouts
 from annotation.work import workflow
 from annotation.work.checklist import group_questions
-from annotation.work.session import AnnotationSession
+from annotation.work.workflow import AnnotationSession
 
 ANSWER_TEXT = {"yes": "Yes", "no": "No", "cant_tell": "Can't tell"}
 

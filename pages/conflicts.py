@@ -1,6 +1,6 @@
 """Verify conflict labels (VIF-Bench): one task at a time, keyboard first.
 
-Layout only: the controller is annotation.work.verify_session.VerifySession. Per conflict type
+Layout only: the controller is annotation.work.verification.VerifySession. Per conflict type
 the page shows the reference(s) next to the visual instruction they may conflict with, the
 pre-labels as editable fields, the targets in words and, once allowed (blind mode), the
 automatic decision with the rule that fired; then the verifier's verdict.
@@ -15,7 +15,7 @@ from annotation.ui.widgets import inert, require, show_image
 from annotation.vif.conflicts import normalize_yaw
 from annotation.vif.readouts import readouts
 from annotation.work import verification as vf
-from annotation.work.verify_session import VerifySession
+from annotation.work.verification import VerifySession
 
 TITLES = {"orientation": "Orientation", "light": "Light", "wind": "Wind", "pose": "Pose"}
 MEANING = {

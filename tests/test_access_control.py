@@ -39,7 +39,7 @@ from annotation.ui.app_state import current_user, sign_in
 from annotation.ui.widget_keys import widget_key
 from annotation.work import verification as vf
 from annotation.work import workflow
-from annotation.work.verify_session import VerifySession
+from annotation.work.verification import VerifySession
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

@@ -197,7 +197,7 @@ def test_dependency_gating_on_the_page(db):
     at.session_state["annotate"] = {"annotator": "bob", "guidelines_seen": True}
     at.run()
     # open the item with the dependent question through the session, then answer its parent
-    from annotation.work.session import AnnotationSession
+    from annotation.work.workflow import AnnotationSession
 
     with Store.open(db) as store:
         # answering needs the item reserved and not full (issue #12): the demo's three
@@ -206,8 +206,8 @@ def test_dependency_gating_on_the_page(db):
 
         workflow.set_settings(store, "test", overlap=4)
         store.conn.execute(
-            "INSERT INTO reservations (output_id, annotator, reserved_at, expires_at)"
-            " VALUES (?, 'bob', datetime('now'), '9999-12-31')", [output])
+            "INSERT INTO queue_reservations (kind, unit, person, reserved_at, expires_at)"
+            " VALUES ('annotate', ?, 'bob', datetime('now'), '9999-12-31')", [output])
         session = AnnotationSession(store, "bob", at.session_state["annotate"])
         session._open(output)
         targets = session.targets()

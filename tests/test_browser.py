@@ -28,7 +28,7 @@ import pytest
 
 from annotation.store import Store
 from annotation.work import workflow
-from annotation.work.session import AnnotationSession
+from annotation.work.workflow import AnnotationSession
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"

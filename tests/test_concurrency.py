@@ -1,7 +1,7 @@
 """Issue #7, part 1: no answer is lost when many annotators write at the same time.
 
 Twenty annotator processes write 200 answers each into one real SQLite file (WAL), through
-the code path of the annotation page (:mod:`annotation.work.session` calls these same
+the code path of the annotation page (``workflow.AnnotationSession`` calls these
 functions): ``workflow.next_item`` -> ``start_visit`` / ``load_item`` / ``my_answers`` ->
 ``give_answer`` for each question and criterion (one answer corrected, superseding the
 first) -> ``submit``; when nothing is left to annotate, ``previous_item`` (the page's

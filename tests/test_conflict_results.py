@@ -16,8 +16,7 @@ from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.results import conflicts as cr
 from annotation.store import Store
-from annotation.work.verification import submit_task
-from annotation.work.verify_session import VerifySession
+from annotation.work.verification import VerifySession, submit_task
 
 
 def _labels(pairs: list[tuple[bool | None, bool | None]], kind: str = "orientation"):
@@ -200,8 +199,9 @@ def test_unsubmitted_and_partial_work_is_not_a_verified_label(tmp_path):
                                     cr.load_verdicts(store)) == []
         other = VerifySession(store, "ann2", {})
         # a task is answered under a reservation (issue #12): take it as next_task would
-        store.conn.execute("INSERT INTO verify_reservations (task_id, verifier, reserved_at,"
-                           " expires_at) VALUES (?, 'ann2', datetime('now'), '9999')", [task])
+        store.conn.execute("INSERT INTO queue_reservations (kind, unit, person, reserved_at,"
+                           " expires_at) VALUES ('verify', ?, 'ann2', datetime('now'), '9999')",
+                           [task])
         other._open(task)
         other.confirm_readings({})
         other.set_verdict(first, agree=True)

@@ -28,7 +28,7 @@ from annotation.formats.importers import import_path
 from annotation.store import Store
 from annotation.work import tree_review as tr
 from annotation.work import workflow
-from annotation.work.verify_session import VerifySession
+from annotation.work.verification import VerifySession
 
 #: CLI commands that write CSV files, and those that write none (checked below).
 WRITES_CSV = {"report", "conflicts", "trees", "history", "tree"}

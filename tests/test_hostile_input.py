@@ -41,7 +41,7 @@ from annotation.store import Store
 from annotation.ui.app_state import sign_in
 from annotation.ui.widget_keys import widget_key
 from annotation.work import workflow
-from annotation.work.verify_session import VerifySession
+from annotation.work.verification import VerifySession
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -90,7 +90,7 @@ def test_an_error_on_the_page_shows_an_incident_id_and_logs_the_traceback(demo_d
 def test_an_error_in_the_answer_panel_keeps_the_rest_of_the_page(demo_db, monkeypatch,
                                                                 caplog):
     caplog.set_level(logging.INFO, logger="judge_audit.incidents")
-    from annotation.work.session import AnnotationSession
+    from annotation.work.workflow import AnnotationSession
 
     monkeypatch.setattr(AnnotationSession, "complete", raise_with_path)  # the panel's only
     at = app_as_annotator().run()

@@ -18,6 +18,7 @@ there they fail on what the red team saw.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -33,14 +34,15 @@ from tree_fixture import write_tree_bundle
 from annotation.accounts import auth
 from annotation.accounts.auth import User
 from annotation.formats.importers import import_path
+from annotation.records import Annotation
 from annotation.store import Store
 from annotation.store import accounts as accounts_store
 from annotation.store.accounts import AccountRows
 from annotation.ui.app_state import sign_in
-from annotation.work import routing, workflow
+from annotation.work import engine, workflow
 from annotation.work import tree_review as tr
 from annotation.work import verification as vf
-from annotation.work.session import AnnotationSession
+from annotation.work.workflow import AnnotationSession
 
 ROOT = Path(__file__).resolve().parents[1]
 PW = "tulip orbit cactus ninety"
@@ -428,8 +430,8 @@ def complete(session: AnnotationSession) -> None:
 
 
 def lapse_reservations(store: Store, annotator: str) -> None:
-    store.conn.execute("UPDATE reservations SET expires_at = ? WHERE annotator = ?",
-                       [_ago(minutes=1), annotator])
+    store.conn.execute("UPDATE queue_reservations SET expires_at = ? WHERE kind = 'annotate'"
+                       " AND person = ?", [_ago(minutes=1), annotator])
 
 
 def test_a_stale_tab_cannot_submit_beyond_the_overlap(fresh):
@@ -551,11 +553,12 @@ def test_verification_and_trees_refuse_a_stale_tab_too(verify_db, tmp_path):
         a = vf_session(store, "ann-a")
         task = a.task_id
         a.set_reading(*a.item.needed()[0], None if a.item.needed()[0][1] == "yaw" else True)
-        store.conn.execute("UPDATE verify_reservations SET expires_at = ?", [_ago(minutes=1)])
+        store.conn.execute("UPDATE queue_reservations SET expires_at = ? WHERE kind = 'verify'",
+                           [_ago(minutes=1)])
         # a verifier whose own order starts with that task takes the lapsed slot
         tasks = vf.verifiable_tasks(store)
         other = next(n for n in (f"ver-{i}" for i in range(200))
-                     if routing.personal_order(tasks, n, 0, "verify")[0] == task)
+                     if engine.personal_order(tasks, n, 0, "verify")[0] == task)
         b = vf_session(store, other)
         assert b.task_id == task
         b.confirm_readings({})
@@ -575,17 +578,18 @@ def test_verification_and_trees_refuse_a_stale_tab_too(verify_db, tmp_path):
         import_path(store, write_tree_bundle(tmp_path / "tb"))
         r1 = tr.TreeSession(store, "r1", {})
         unit = r1.output_id
-        store.conn.execute("UPDATE tree_reservations SET expires_at = ?", [_ago(minutes=1)])
+        store.conn.execute("UPDATE queue_reservations SET expires_at = ? WHERE kind = 'trees'",
+                           [_ago(minutes=1)])
         r2 = tr.TreeSession(store, "r2", {})
         assert r2.output_id == unit  # overlap 1 by default
         r1.set_field("f|f2", "origin", "N1")
         assert tr.my_reviews(store, "r1", unit) == {} and r1.state["notice"]
-        with pytest.raises(routing.ItemTaken):
+        with pytest.raises(engine.ItemTaken):
             tr.give_review(store, "r1", unit, "f|f2", "N1", slot=True)
 
 
 def vf_session(store: Store, name: str):
-    from annotation.work.verify_session import VerifySession
+    from annotation.work.verification import VerifySession
 
     return VerifySession(store, name, {})
 
@@ -599,14 +603,24 @@ def test_a_version_4_project_migrates_to_the_sessions_table(tmp_path, monkeypatc
     db = tmp_path / "v4.db"
     monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:4])
     monkeypatch.setattr(schema, "SCHEMA_VERSION", 4)
+    bundle = write_secret_bundle(tmp_path / "bundle")
+    # the import of answers also records them as submitted, in today's queue tables
+    # (schema 6): a v4 file gets its answers through the v1 write path instead
+    lines = (bundle / "annotations.jsonl").read_text().splitlines()
+    (bundle / "annotations.jsonl").unlink()
     with Store.open(db) as old:
-        import_path(old, write_secret_bundle(tmp_path / "bundle"))
+        import_path(old, bundle)
+        for line in filter(None, lines):
+            row = json.loads(line)
+            old.record_annotation(Annotation(
+                row["annotator"], row["output_id"], row.get("question_id"),
+                row.get("criterion"), row.get("answer"), row.get("score")))
         auth.add_user(old, "ann-a", "annotator", PW)
         before = old.counts()
         assert old.schema_version() == 4 and "sessions" not in old.db.table_names()
     monkeypatch.undo()
     with Store.open(db) as new:
-        assert new.schema_version() == 5 == schema.SCHEMA_VERSION
+        assert new.schema_version() == schema.SCHEMA_VERSION >= 5
         assert {k: v for k, v in new.counts().items() if k in before} == before
         assert auth.authenticate(new, "ann-a", PW) == User("ann-a", "annotator")
         token = start_session(new, "ann-a")

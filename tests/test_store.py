@@ -109,4 +109,4 @@ def test_a_version_1_project_migrates_with_its_data(tmp_path, example_bundle, mo
         assert new.schema_version() == schema.SCHEMA_VERSION
         after = new.counts()
         assert {k: after[k] for k in before} == before
-        assert "users" in new.db.table_names() and "submissions" in new.db.table_names()
+        assert "users" in new.db.table_names() and "submissions" in new.db.view_names()

@@ -19,7 +19,7 @@ from annotation.store import Store
 from annotation.ui.app_state import sign_in
 from annotation.ui.widget_keys import widget_key
 from annotation.work import verification as vf
-from annotation.work.verify_session import VerifySession
+from annotation.work.verification import VerifySession
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "conflicts.py")
 

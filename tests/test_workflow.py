@@ -10,7 +10,7 @@ from annotation.cli import main
 from annotation.store import Store
 from annotation.work import checklist, workflow
 from annotation.work.checklist import QuestionView
-from annotation.work.session import AnnotationSession
+from annotation.work.workflow import AnnotationSession
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -153,8 +153,8 @@ def test_gating_in_a_session_on_the_demo(fresh):
     parent = __import__("json").loads(dependent.depends_on)[0]
     s = AnnotationSession(fresh, "bob", {})
     # an item is answered under a reservation (issue #12): take it as next_item would
-    fresh.conn.execute("INSERT INTO reservations (output_id, annotator, reserved_at,"
-                       " expires_at) VALUES (?, 'bob', datetime('now'), '9999')",
+    fresh.conn.execute("INSERT INTO queue_reservations (kind, unit, person, reserved_at,"
+                       " expires_at) VALUES ('annotate', ?, 'bob', datetime('now'), '9999')",
                        [dependent.output_id])
     s._open(dependent.output_id)
     s.go_to(next(i for i, t in enumerate(s.targets()) if t.key == parent))

@@ -185,11 +185,14 @@ def revoke(rows: AccountRows, token: str | None, *,
 
 def sign_out(rows: AccountRows, token: str | None, *,
              now: datetime | None = None) -> str | None:
-    """End the session of ``token`` and log ``logout`` for its user (a sign-out, from the
-    app or the cookie route); return the user, or None (and log nothing) if none was live."""
+    """End the session of ``token``, log ``logout`` for its user and give their
+    reservations (of every workflow) back to the queue, all in the caller's transaction (a
+    sign-out, from the app or the cookie route); return the user, or None (and do nothing)
+    if none was live."""
     user = revoke(rows, token, now=now)
     if user is not None:
         rows.audit(actor=user, action="logout", subject=user)
+        rows.release_reservations_of(user)
     return user
 
 

@@ -494,12 +494,10 @@ def failure_reasons(pairs: pd.DataFrame) -> pd.DataFrame:
 def overall_progress(store: Store) -> tuple[int, int, int]:
     """``(done, needed, units)``: submitted reviews that count towards the overlap (at
     most ``overlap`` per tree unit), ``units x overlap``, and the number of tree units."""
-    from annotation.work import routing
-    from annotation.work.tree_review import _TABLES
+    from annotation.work import tree_review
 
-    units = tree_units(store)
-    done, needed = routing.overall_progress(store, _TABLES, units, get_settings(store).overlap)
-    return done, needed, len(units)
+    done, needed = tree_review.overall_progress(store)
+    return done, needed, len(tree_units(store))
 
 
 def progress_by_reviewer(store: Store) -> pd.DataFrame:

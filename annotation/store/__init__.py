@@ -13,12 +13,14 @@ it): this module (connection, migrations, imports, whole-table frames), ``projec
 * The schema is migrated forward on open (:mod:`annotation.store.schema`).
 * Image bytes live beside the database in ``<name>_media/<sha[:2]>/<sha>.<ext>``,
   content-addressed, so a bundle folder may be moved or deleted after its import.
-* Annotations are append-only: :meth:`Store.record_annotation` writes a new row that
-  supersedes the current one; triggers refuse UPDATE and DELETE on that table.
+* Human answers are append-only: one writer (:func:`annotation.store.answers.supersede`)
+  appends a new row that supersedes the current one; triggers refuse UPDATE and DELETE.
+* The workflows' reservations, submissions, visits and settings: :mod:`annotation.store.queue`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 import os
@@ -180,6 +182,12 @@ class Store:
                 for statement in split_sql(schema.MIGRATIONS[number]):
                     self.conn.execute(statement)
                 self.conn.execute(f"PRAGMA user_version = {number + 1}")
+        if version < schema.VACUUM_AFTER <= schema.SCHEMA_VERSION:
+            # a migration dropped tables: give their pages back (no free pages stay
+            # behind to hide a torn page from the integrity check); the migration stands
+            # if another connection keeps the file busy
+            with contextlib.suppress(sqlite3.OperationalError):
+                self.conn.execute("VACUUM")
         return self.schema_version()
 
     @contextmanager
@@ -284,10 +292,12 @@ class Store:
         )
 
     def item_times_df(self) -> pd.DataFrame:
-        """Active seconds per (annotator, output), summed over visits (``item_time``)."""
+        """Active seconds per (annotator, output), summed over visits of the annotation
+        workflow (``queue_visits`` of kind ``annotate``)."""
         return self.query_df(
-            "SELECT annotator, output_id, SUM(active_seconds) AS active_seconds"
-            " FROM item_time GROUP BY annotator, output_id ORDER BY annotator, output_id")
+            "SELECT person AS annotator, unit AS output_id,"
+            " SUM(active_seconds) AS active_seconds FROM queue_visits WHERE kind = 'annotate'"
+            " GROUP BY person, unit ORDER BY person, unit")
 
     def annotations_df(self, *, history: bool = False) -> pd.DataFrame:
         """Current human answers, or with ``history=True`` every row ever written."""
@@ -517,66 +527,23 @@ class Store:
         ordered = sorted(annotations, key=lambda a: a.created_at or stamp)
         for a in ordered:
             created = a.created_at or stamp
-            self._append_annotation(conn, a, created, f"import:{import_id}", import_id)
+            answers.supersede(conn, "annotation", _annotation_row(
+                a, created, f"import:{import_id}", import_id))
         # answers made elsewhere count as submitted items for the assignment rules
-        conn.executemany(
-            "INSERT OR IGNORE INTO submissions (annotator, output_id, submitted_at)"
-            " VALUES (?, ?, ?)",
-            sorted({(a.annotator, a.output_id, stamp) for a in annotations}))
+        queue.Queue(conn, "annotate").submit_many(
+            sorted({(a.annotator, a.output_id) for a in annotations}), stamp)
 
-    def _append_annotation(
-        self,
-        conn: sqlite3.Connection,
-        a: Annotation,
-        created_at: str,
-        source: str,
-        import_id: int | None,
-    ) -> int:
-        current = conn.execute(
-            "SELECT annotation_id FROM current_annotations WHERE annotator = ? AND output_id = ?"
-            " AND IFNULL(question_id, '') = ? AND IFNULL(criterion, '') = ?",
-            [a.annotator, a.output_id, a.question_id or "", a.criterion or ""],
-        ).fetchone()
-        cur = conn.execute(
-            "INSERT INTO annotations (annotator, output_id, question_id, criterion, answer,"
-            " score, note, created_at, supersedes, source, import_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                a.annotator, a.output_id, a.question_id, a.criterion, a.answer, a.score, a.note,
-                created_at, current[0] if current else None, source, import_id,
-            ],
-        )
-        return int(cur.lastrowid or 0)
-
-    def record_annotation(
-        self,
-        a: Annotation,
-        *,
-        source: str = "app",
-        also: Iterable[tuple[str, list[Any]]] = (),
-    ) -> int:
+    def record_annotation(self, a: Annotation, *, source: str = "app") -> int:
         """Append one human answer (superseding the current one); return its row id.
 
-        This is the path the annotation pages use. It runs in its own short
-        ``BEGIN IMMEDIATE`` transaction, so concurrent annotators serialize on the write
-        lock for milliseconds only. ``also``: further ``(sql, params)`` statements of the
-        workflow (reservation renewal, active time) committed in the same transaction.
+        It runs in its own short ``BEGIN IMMEDIATE`` transaction, so concurrent annotators
+        serialize on the write lock for milliseconds only. The annotation page writes
+        through :func:`annotation.work.workflow.give_answer` instead (reservation and
+        active time in the same transaction).
         """
         with self.transaction(user=a.annotator) as conn:
-            annotation_id = self.append_annotation(conn, a, source=source)
-            for sql, params in also:
-                conn.execute(sql, params)
-            return annotation_id
-
-    def append_annotation(self, conn: sqlite3.Connection, a: Annotation, *,
-                          source: str = "app") -> int:
-        """Append one human answer inside the caller's transaction (superseding the
-        current one, registering the annotator); return its row id."""
-        conn.execute(
-            "INSERT OR IGNORE INTO annotators (name, created_at) VALUES (?, ?)",
-            [a.annotator, now_iso()],
-        )
-        return self._append_annotation(conn, a, a.created_at or now_iso(), source, None)
+            return answers.supersede(conn, "annotation", _annotation_row(
+                a, a.created_at or now_iso(), source, None)).row_id
 
     # ------------------------------------------------------------- exporting
     def read_project(self) -> ProjectData:
@@ -651,6 +618,14 @@ class Store:
         return p
 
 
+def _annotation_row(a: Annotation, created_at: str, source: str,
+                    import_id: int | None) -> dict[str, Any]:
+    """The ``annotations`` row of a record (for :func:`annotation.store.answers.supersede`)."""
+    return {"annotator": a.annotator, "output_id": a.output_id, "question_id": a.question_id,
+            "criterion": a.criterion, "answer": a.answer, "score": a.score, "note": a.note,
+            "created_at": created_at, "source": source, "import_id": import_id}
+
+
 def split_sql(script: str) -> list[str]:
     """Split a migration into statements (``sqlite3.complete_statement`` aware)."""
     statements, buf = [], ""
@@ -664,3 +639,7 @@ def split_sql(script: str) -> list[str]:
     if buf.strip():
         statements.append(buf.strip())
     return statements
+
+
+# the answer writer and the queues build on the helpers above
+from annotation.store import answers, queue  # noqa: E402

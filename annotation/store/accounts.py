@@ -78,6 +78,12 @@ class AccountRows:
     def __init__(self, conn: sqlite3.Connection):
         self._conn = conn
 
+    def release_reservations_of(self, person: str) -> int:
+        """Give back every reservation ``person`` holds, of every workflow (sign-out)."""
+        from annotation.store.queue import release_person
+
+        return release_person(self._conn, person)
+
     # ------------------------------------------------------------- users
     def user(self, name: str) -> AccountRow | None:
         """The account named exactly ``name``, or None."""

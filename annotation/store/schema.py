@@ -29,6 +29,13 @@ Tables (see ``docs/schema.md`` for every column):
   ``tree_submissions``.
 * Sign-in sessions: ``sessions`` (hashes of the cookie tokens, never the tokens; see
   :mod:`annotation.accounts.sessions`).
+* Schema 6 (one workflow engine, issue #13): ``queue_reservations``, ``queue_submissions``
+  and ``queue_visits`` hold the reservations, submissions and visits (active time) of every
+  workflow, keyed by ``kind`` (:data:`QUEUE_KINDS`); the per-workflow tables of schema 2-4
+  were copied into them and dropped, and read-only views with their names and columns
+  (:data:`COMPAT_VIEWS`) remain for readers of the old names. The append-only triggers and
+  ``current_*`` views of the four answer tables (:data:`ANSWER_TABLES`) are made by one
+  function, :func:`append_only_sql`.
 """
 
 from __future__ import annotations
@@ -348,4 +355,123 @@ MIGRATIONS: list[str] = [
     """,
 ]
 
+
+#: The append-only answer tables: (table, row id column, how the refusal names the rows).
+ANSWER_TABLES: tuple[tuple[str, str, str], ...] = (
+    ("annotations", "annotation_id", "annotations"),
+    ("prelabel_readings", "reading_id", "prelabel readings"),
+    ("conflict_verdicts", "verdict_id", "conflict verdicts"),
+    ("tree_reviews", "review_id", "tree reviews"),
+)
+
+
+def append_only_sql(table: str, row_id: str, what: str) -> str:
+    """The triggers that refuse UPDATE and DELETE on an answer table and its view of the
+    current rows (those no later row supersedes): the one definition of "append-only"."""
+    return f"""
+    CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}
+        BEGIN SELECT RAISE(ABORT, '{what} are append-only'); END;
+    CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}
+        BEGIN SELECT RAISE(ABORT, '{what} are append-only'); END;
+    CREATE VIEW current_{table} AS
+        SELECT a.* FROM {table} a
+        WHERE NOT EXISTS (SELECT 1 FROM {table} b WHERE b.supersedes = a.{row_id});
+    """
+
+
+#: The workflow kinds of the queue tables, and where each kept its queue before schema 6:
+#: kind -> (reservations, submissions, visits or None, unit column, person column).
+QUEUE_KINDS: dict[str, tuple[str, str, str | None, str, str]] = {
+    "annotate": ("reservations", "submissions", "item_time", "output_id", "annotator"),
+    "verify": ("verify_reservations", "verify_submissions", "verify_time", "task_id",
+               "verifier"),
+    "trees": ("tree_reservations", "tree_submissions", None, "output_id", "reviewer"),
+}
+
+
+def _compat_views() -> dict[str, str]:
+    """The read-only views that keep the schema 2-4 queue table names readable."""
+    views = {}
+    for kind, (res, subs, visits, unit, person) in QUEUE_KINDS.items():
+        views[res] = (f"SELECT unit AS {unit}, person AS {person}, reserved_at, expires_at"
+                      f" FROM queue_reservations WHERE kind = '{kind}'")
+        views[subs] = (f"SELECT person AS {person}, unit AS {unit}, submitted_at"
+                       f" FROM queue_submissions WHERE kind = '{kind}'")
+        if visits is not None:
+            views[visits] = (f"SELECT visit_id, person AS {person}, unit AS {unit},"
+                             f" started_at, active_seconds FROM queue_visits"
+                             f" WHERE kind = '{kind}'")
+    return views
+
+
+#: Old queue table name -> the SELECT of its read-only compatibility view (schema 6).
+COMPAT_VIEWS = _compat_views()
+
+
+def _one_queue() -> str:
+    """Schema 5 -> 6: one set of queue tables keyed by workflow kind, every row copied
+    (submissions and visits in their old order), the old tables dropped and read-only
+    views with their names left; the answer tables' triggers and views made anew by
+    :func:`append_only_sql`."""
+    parts = ["""
+    CREATE TABLE queue_reservations (
+        kind TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        person TEXT NOT NULL,
+        reserved_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (kind, unit, person)
+    );
+    CREATE INDEX queue_reservations_person ON queue_reservations(person, kind);
+    CREATE TABLE queue_submissions (
+        submission_id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        person TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        submitted_at TEXT NOT NULL,
+        UNIQUE (kind, person, unit)
+    );
+    CREATE INDEX queue_submissions_unit ON queue_submissions(kind, unit);
+    CREATE TABLE queue_visits (
+        visit_id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        person TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        active_seconds REAL NOT NULL DEFAULT 0
+    );
+    CREATE INDEX queue_visits_unit ON queue_visits(kind, person, unit);
+    """]
+    for kind, (res, subs, visits, unit, person) in QUEUE_KINDS.items():
+        parts.append(
+            f"INSERT INTO queue_reservations (kind, unit, person, reserved_at, expires_at)"
+            f" SELECT '{kind}', {unit}, {person}, reserved_at, expires_at FROM {res}"
+            f" ORDER BY rowid;\n"
+            f"INSERT INTO queue_submissions (kind, person, unit, submitted_at)"
+            f" SELECT '{kind}', {person}, {unit}, submitted_at FROM {subs}"
+            f" ORDER BY submitted_at, rowid;\n")
+        if visits is not None:
+            # annotation visits keep their ids; later kinds' ids follow after them
+            parts.append(
+                f"INSERT INTO queue_visits (visit_id, kind, person, unit, started_at,"
+                f" active_seconds) SELECT visit_id + (SELECT IFNULL(MAX(visit_id), 0)"
+                f" FROM queue_visits), '{kind}', {person}, {unit}, started_at,"
+                f" active_seconds FROM {visits} ORDER BY visit_id;\n")
+        for table in (res, subs, visits):
+            if table is not None:
+                parts.append(f"DROP TABLE {table};\n")
+    for name, select in COMPAT_VIEWS.items():
+        parts.append(f"CREATE VIEW {name} AS {select};\n")
+    for table, row_id, what in ANSWER_TABLES:
+        parts.append(f"DROP TRIGGER {table}_no_update;\nDROP TRIGGER {table}_no_delete;\n"
+                     f"DROP VIEW current_{table};\n")
+        parts.append(append_only_sql(table, row_id, what))
+    return "".join(parts)
+
+
+# 5 -> 6: one set of queue tables keyed by workflow kind (issue #13).
+MIGRATIONS.append(_one_queue())
+
 SCHEMA_VERSION = len(MIGRATIONS)
+#: the store runs VACUUM once after migrating past this version (migration 6 drops tables)
+VACUUM_AFTER = 6

@@ -47,10 +47,10 @@ CONFLICT_KEYS = {
 }
 
 #: Accepted spellings of the pre-label fields of one reference image.
-_LIGHT_KEYS = ("lighting_distinctive", "light_distinctive", "distinctive_lighting")
-_WIND_KEYS = ("wind_responsive", "wind_responsiveness")
-_POSE_KEYS = ("pose_distinctive", "distinctive_pose")
-_RELIABLE_KEYS = ("yaw_reliable", "yaw_reliability", "reliable")
+LIGHT_KEYS = ("lighting_distinctive", "light_distinctive", "distinctive_lighting")
+WIND_KEYS = ("wind_responsive", "wind_responsiveness")
+POSE_KEYS = ("pose_distinctive", "distinctive_pose")
+RELIABLE_KEYS = ("yaw_reliable", "yaw_reliability", "reliable")
 
 
 @dataclass(frozen=True)
@@ -288,7 +288,7 @@ def task_conflicts(prelabels: Mapping[str, Any], targets: Mapping[str, Any]) -> 
             per[subject] = Decision(None, "no pre-label for this subject", {"subject": subject})
             continue
         per[subject] = orientation_conflict(
-            label.get("yaw"), _flag(label, _RELIABLE_KEYS), item.get("yaw")
+            label.get("yaw"), _flag(label, RELIABLE_KEYS), item.get("yaw")
         )
     if not per:
         out["orientation"] = Decision(False, "no orientation instruction in the task", {})
@@ -302,8 +302,8 @@ def task_conflicts(prelabels: Mapping[str, Any], targets: Mapping[str, Any]) -> 
     # light and wind: any reference with the salient attribute, plus the arrow
     kinds = _arrow_kinds(targets)
     for name, keys, rule in (
-        ("light", _LIGHT_KEYS, light_conflict),
-        ("wind", _WIND_KEYS, wind_conflict),
+        ("light", LIGHT_KEYS, light_conflict),
+        ("wind", WIND_KEYS, wind_conflict),
     ):
         flags = {ref: _flag(label, keys) for ref, label in pre.items()}
         has = None if kinds is None else name in kinds
@@ -323,7 +323,7 @@ def task_conflicts(prelabels: Mapping[str, Any], targets: Mapping[str, Any]) -> 
         for item in pose_items:
             subject = str(item.get("subject"))
             label = pre.get(subject, {})
-            per_pose[subject] = pose_conflict(_flag(label, _POSE_KEYS), True)
+            per_pose[subject] = pose_conflict(_flag(label, POSE_KEYS), True)
         verdict = _any([d.conflict for d in per_pose.values()])
         fired = [f"{s}: {d.rule}" for s, d in per_pose.items() if d.conflict is verdict]
         out["pose"] = Decision(verdict, "; ".join(fired), {"subjects": per_pose})

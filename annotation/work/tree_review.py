@@ -6,8 +6,13 @@ everywhere, or ``not_a_failure``: the judge was wrong at the root), a failure re
 the paper's vocabulary (seed 002, Sec. 4.4 and the case tables of Appendix C: identity
 inconsistency, attribute mismatch, duplication, source leakage -> mis-binding, missing
 carrier, other), optionally a box on a node image, and a note. Reviews are append-only
-(``tree_reviews``: a change supersedes the previous row); routing, overlap, reservations
-and resume are those of :mod:`annotation.work.routing`. The automatic localization
+(``tree_reviews``: a change supersedes the previous row, through the one answer writer);
+routing, overlap, reservations, resume and active time are the engine's
+(:mod:`annotation.work.engine`, queue kind ``trees``).
+
+What a unit is: a root output with a diagnostic tree. What an answer is: the review of one
+failing instance. When a unit is complete: every failing instance localized, with a reason
+unless it is not a failure (:func:`reviews_complete`). The automatic localization
 (:func:`annotation.trace.trees.automatic_localization`) is for the page to reveal only once the
 reviewer has answered every failing instance (:func:`reveal_automatic`).
 """
@@ -15,24 +20,32 @@ reviewer has answered every failing instance (:func:`reveal_automatic`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
 
-from annotation.store import Store, append_audit, dumps, now_iso
+from annotation.store import Store, dumps
+from annotation.store import answers as answer_rows
 from annotation.trace.trees import (
     TreeItem,
     automatic_localization,
     default_judge,
     instance_key,
     instance_table,
+    load_tree_item,
     tree_units,
 )
-from annotation.work import routing
-from annotation.work.routing import Tables, choose_next
+from annotation.work.engine import (
+    DEFAULT_RESERVATION_MINUTES,
+    Controller,
+    ItemTaken,
+    Kind,
+    Router,
+)
 
 #: Failure reasons (seed 002, Sec. 4.4 / Appendix C case tables), stored names -> labels.
 REASONS = {
@@ -46,11 +59,6 @@ REASONS = {
 PERSISTENT = "persistent"
 NOT_A_FAILURE = "not_a_failure"
 DEFAULT_OVERLAP = 1
-DEFAULT_RESERVATION_MINUTES = 30
-_SETTINGS_KEY = "tree_review"
-#: where tree review keeps reservations and submissions (used by tree_results too)
-_TABLES = Tables(reservations="tree_reservations", submissions="tree_submissions",
-                 unit="output_id", person="reviewer", answers=("tree_reviews",))
 
 
 @dataclass(frozen=True)
@@ -63,14 +71,19 @@ class TreeSettings:
     judge: str | None = None
 
 
+#: the tree-review workflow's router (queue kind ``trees``)
+ROUTER: Router[TreeSettings] = Router(Kind(
+    name="trees", units=tree_units, answers=("review",), settings=TreeSettings, salt="tree",
+    submit_action="tree.submit", settings_action="tree.settings"))
+
+
 def get_settings(store: Store) -> TreeSettings:
-    return routing.read_settings(store, _SETTINGS_KEY, TreeSettings)
+    return ROUTER.settings(store)
 
 
 def set_settings(store: Store, actor: str, **changes: Any) -> TreeSettings:
     """Change the tree-review settings (overlap and reservation >= 1, judge); audited."""
-    return routing.write_settings(store, _SETTINGS_KEY, TreeSettings, actor, "tree.settings",
-                                  changes)
+    return ROUTER.set_settings(store, actor, **changes)
 
 
 def judge_for(store: Store) -> str | None:
@@ -93,16 +106,9 @@ def failing_instances(store: Store, item: TreeItem, judge: str) -> list[FailingI
             for op, t in root[["operator", "target"]].itertuples(index=False)]
 
 
-def _stamp(now: datetime | None) -> datetime:
-    return now or datetime.now(UTC)
-
-
 def next_tree(store: Store, reviewer: str, now: datetime | None = None) -> str | None:
     """Choose (and reserve) the root output ``reviewer`` should review now; None when done."""
-    settings = get_settings(store)
-    return choose_next(store, _TABLES, reviewer, tree_units(store), overlap=settings.overlap,
-                       reservation_minutes=settings.reservation_minutes, seed=settings.seed,
-                       salt="tree", now=_stamp(now))
+    return ROUTER.next(store, reviewer, now)
 
 
 # ------------------------------------------------------------------------ answers
@@ -118,11 +124,13 @@ class Review:
 def give_review(store: Store, reviewer: str, output_id: str, instance: str, origin: str, *,
                 reason: str | None = None, box: Mapping[str, Any] | None = None,
                 note: str | None = None, now: datetime | None = None,
-                slot: bool | None = None) -> int:
+                active: tuple[int, float] | None = None, slot: bool | None = None) -> int:
     """Record the reviewer's localization of one failing instance (appended; supersedes a
-    different earlier review; an identical one writes nothing). ``box``: ``{"node": id,
+    different earlier review; an identical one writes nothing), renew the reservation and
+    add ``active = (visit_id, seconds)`` of active time. ``box``: ``{"node": id,
     "box": [x0, y0, x1, y1]}`` in 0..1 image coordinates. ``slot``: see
-    :func:`annotation.work.routing.claim` (None: when the store acts for a signed-in person)."""
+    :meth:`annotation.work.engine.Router.claim` (None: when the store acts for a signed-in
+    person)."""
     if not origin:
         raise ValueError("origin must be a node id, 'persistent' or 'not_a_failure'")
     if reason is not None and reason not in REASONS:
@@ -136,37 +144,19 @@ def give_review(store: Store, reviewer: str, output_id: str, instance: str, orig
             raise ValueError("box must be [x0, y0, x1, y1] within 0..1 with x0 < x1, y0 < y1")
         box_text = dumps({"node": str(box.get("node")), "box": [float(v) for v in coords]})
     note = (note or "").strip() or None
-    settings = get_settings(store)
-    stamp = _stamp(now)
-    checked = slot or (slot is None and store.guard is not None)
-    with store.transaction(user=reviewer) as conn:
-        if checked:
-            routing.claim(conn, _TABLES, reviewer, output_id, overlap=settings.overlap,
-                          minutes=settings.reservation_minutes, now=stamp)
-        current = conn.execute(
-            "SELECT review_id, origin, reason, box, note FROM current_tree_reviews"
-            " WHERE reviewer = ? AND output_id = ? AND instance = ?",
-            [reviewer, output_id, instance]).fetchone()
-        if current is not None and tuple(current[1:]) == (origin, reason, box_text, note):
-            return int(current[0])
-        cur = conn.execute(
-            "INSERT INTO tree_reviews (reviewer, output_id, instance, origin, reason, box,"
-            " note, created_at, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [reviewer, output_id, instance, origin, reason, box_text, note,
-             stamp.isoformat(timespec="microseconds"),
-             None if current is None else current[0]])
-        if not checked:
-            routing.renew(conn, _TABLES, reviewer, output_id, stamp,
-                          settings.reservation_minutes)
-        return int(cur.lastrowid or 0)
+    with ROUTER.answering(store, reviewer, output_id, slot=slot, now=now,
+                          active=active) as act:
+        return act.supersede("review", {
+            "reviewer": reviewer, "output_id": output_id, "instance": instance,
+            "origin": origin, "reason": reason, "box": box_text, "note": note,
+            "created_at": act.stamp}, same=("origin", "reason", "box", "note"))
 
 
 def my_reviews(store: Store, reviewer: str, output_id: str) -> dict[str, Review]:
     return {
-        r[0]: Review(r[0], r[1], r[2], None if r[3] is None else json.loads(r[3]), r[4])
-        for r in store.conn.execute(
-            "SELECT instance, origin, reason, box, note FROM current_tree_reviews"
-            " WHERE reviewer = ? AND output_id = ?", [reviewer, output_id])
+        r["instance"]: Review(r["instance"], r["origin"], r["reason"],
+                              None if r["box"] is None else json.loads(r["box"]), r["note"])
+        for r in answer_rows.current_rows(store, "review", reviewer, output_id)
     }
 
 
@@ -187,28 +177,23 @@ def reveal_automatic(failing: list[FailingInstance], reviews: Mapping[str, Revie
 def submit_tree(store: Store, reviewer: str, output_id: str, *, slot: bool | None = None,
                 now: datetime | None = None) -> None:
     """Mark the tree reviewed (idempotent); release the reservation. ``slot``: first check
-    the right to submit (:func:`annotation.work.routing.claim`)."""
-    with store.transaction(user=reviewer) as conn:
-        if slot or (slot is None and store.guard is not None):
-            settings = get_settings(store)
-            routing.claim(conn, _TABLES, reviewer, output_id, overlap=settings.overlap,
-                          minutes=settings.reservation_minutes, now=_stamp(now))
-        conn.execute("INSERT OR IGNORE INTO tree_submissions (reviewer, output_id,"
-                     " submitted_at) VALUES (?, ?, ?)", [reviewer, output_id, now_iso()])
-        conn.execute("DELETE FROM tree_reservations WHERE output_id = ? AND reviewer = ?",
-                     [output_id, reviewer])
-        append_audit(conn, actor=reviewer, action="tree.submit", subject=output_id)
+    the right to submit (:meth:`annotation.work.engine.Router.claim`)."""
+    ROUTER.submit(store, reviewer, output_id, slot=slot, now=now)
 
 
 def previous_tree(store: Store, reviewer: str, current: str | None) -> str | None:
     """The tree submitted just before ``current`` (or the last submitted one)."""
-    return routing.previous_unit(store, _TABLES, reviewer, current)
+    return ROUTER.previous(store, reviewer, current)
 
 
 def personal_progress(store: Store, reviewer: str) -> tuple[int, int]:
     """(trees this reviewer submitted, trees still open to them + submitted)."""
-    return routing.personal_progress(store, _TABLES, reviewer, tree_units(store),
-                                     get_settings(store).overlap)
+    return ROUTER.personal_progress(store, reviewer)
+
+
+def overall_progress(store: Store) -> tuple[int, int]:
+    """(reviews counted toward overlap, tree units x overlap)."""
+    return ROUTER.overall_progress(store)
 
 
 def review_table(item: TreeItem, failing: list[FailingInstance], reviews: Mapping[str, Review],
@@ -233,7 +218,8 @@ def review_table(item: TreeItem, failing: list[FailingInstance], reviews: Mappin
 __all__ = [
     "NOT_A_FAILURE", "PERSISTENT", "REASONS", "FailingInstance", "Review", "TreeSettings",
     "automatic_localization", "failing_instances", "get_settings", "give_review",
-    "judge_for", "my_reviews", "next_tree", "personal_progress", "previous_tree",
+    "judge_for", "my_reviews", "next_tree", "overall_progress", "personal_progress",
+    "previous_tree",
     "reveal_automatic", "review_table", "reviews_complete", "set_settings", "submit_tree",
 ]
 
@@ -303,34 +289,42 @@ def compare_with_automatic(automatic: pd.DataFrame, failing: list[FailingInstanc
     return rows
 
 
-class TreeSession:
-    """One reviewer working through trees; ``state`` (a plain dict) survives Streamlit
-    reruns. Every change is written at once (append-only), so a reload resumes."""
+class TreeSession(Controller):
+    """One reviewer working through trees (:class:`annotation.work.engine.Controller`);
+    ``state`` (a plain dict) survives Streamlit reruns. Every change is written at once
+    (append-only), so a reload resumes; active time is recorded as on the other pages."""
 
+    router = ROUTER
+    UNIT = "output_id"
+    PERSON = "reviewer"
     FIELDS = ("origin", "reason", "box", "note")
 
-    def __init__(self, store: Store, reviewer: str, state: dict[str, Any]):
-        self.store, self.reviewer, self.state = store, reviewer, state
-        self._moved = False  # this interaction found the tree gone: do nothing more
-        if state.get("reviewer") != reviewer:
-            state.clear()
-            state["reviewer"] = reviewer
+    def __init__(self, store: Store, reviewer: str, state: MutableMapping[str, Any],
+                 clock: Callable[[], float] = time.monotonic):
+        super().__init__(store, reviewer, state, clock)
 
-    def _taken(self, exc: routing.ItemTaken) -> None:
-        """A stale tab: the tree went to someone else. Say so, open the next one."""
-        self._moved = True
-        self.state["notice"] = str(exc)
-        self.state.update(output_id=next_tree(self.store, self.reviewer), reviewing=False)
+    @property
+    def reviewer(self) -> str:
+        return self.person
 
     @property
     def output_id(self) -> str | None:
-        if "output_id" not in self.state:
-            self.state.update(output_id=next_tree(self.store, self.reviewer), reviewing=False)
-        return self.state["output_id"]
+        return self.unit
 
     def reviews(self) -> dict[str, Review]:
         assert self.output_id is not None
         return my_reviews(self.store, self.reviewer, self.output_id)
+
+    def failing(self) -> list[FailingInstance]:
+        """The failing instances of the open tree by the review's judge (none: no judge)."""
+        judge = judge_for(self.store)
+        if self.output_id is None or judge is None:
+            return []
+        return failing_instances(self.store, load_tree_item(self.store, self.output_id), judge)
+
+    def complete(self) -> bool:
+        """Every failing instance localized, with a reason unless it is not a failure."""
+        return reviews_complete(self.failing(), self.reviews())
 
     def set_field(self, instance: str, field: str, value: Any) -> int | None:
         """Change one field of the review of ``instance``, keeping the others as stored now
@@ -348,8 +342,8 @@ class TreeSession:
         try:
             return give_review(self.store, self.reviewer, self.output_id, instance,
                                values["origin"], reason=values["reason"], box=values["box"],
-                               note=values["note"], slot=True)
-        except routing.ItemTaken as exc:
+                               note=values["note"], active=self._active(), slot=True)
+        except ItemTaken as exc:
             self._taken(exc)
             return None
 
@@ -365,16 +359,4 @@ class TreeSession:
         if self._moved:
             return
         assert self.output_id is not None
-        try:
-            submit_tree(self.store, self.reviewer, self.output_id, slot=True)
-        except routing.ItemTaken as exc:
-            self._taken(exc)
-            return
-        self.state.update(output_id=next_tree(self.store, self.reviewer), reviewing=False)
-
-    def back(self) -> bool:
-        previous = previous_tree(self.store, self.reviewer, self.state.get("output_id"))
-        if previous is None:
-            return False
-        self.state.update(output_id=previous, reviewing=True)
-        return True
+        self._submit()

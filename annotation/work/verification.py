@@ -17,40 +17,52 @@ verification, stored beside the annotations and with the same guarantees:
   given.
 * Both tables are append-only: a changed reading or verdict is a new row that supersedes
   the old one, so the whole history is kept.
-* **Routing** as for annotation (:mod:`annotation.work.workflow`): overlap (default 2 verifiers
-  per task), reservations renewed by every answer, the verifier's own unfinished task
-  first, then tasks others started, then a per-verifier seeded order; one ``BEGIN
-  IMMEDIATE`` transaction per choice.
+* **Routing** is the engine's (:mod:`annotation.work.engine`, queue kind ``verify``):
+  overlap (default 2 verifiers per task), reservations renewed by every answer, the
+  verifier's own unfinished task first, then tasks others started, then a per-verifier
+  seeded order; one ``BEGIN IMMEDIATE`` transaction per choice.
 
+What a unit is: a task with at least one conflict type to verify. What an answer is: a
+reading or a verdict. When a unit is complete: every needed pre-label read
+(:func:`readings_complete`) and a verdict per conflict type (:func:`verdicts_complete`).
 A :class:`VerifyItem` holds what the page shows; the automatic decision is in it, and the
-page decides (by :func:`reveal_automatic`) when to show it.
+page decides (by :func:`reveal_automatic`) when to show it. :class:`VerifySession` is the
+page's controller.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
 
-from annotation.store import Store, append_audit, now_iso
+from annotation.store import Store, items
+from annotation.store import answers as answer_rows
+from annotation.store import queue as queues
 from annotation.vif.conflicts import (  # the rules' own spellings of each pre-label
-    _LIGHT_KEYS,
-    _POSE_KEYS,
-    _RELIABLE_KEYS,
-    _WIND_KEYS,
     CONFLICT_KEYS,
+    LIGHT_KEYS,
+    POSE_KEYS,
+    RELIABLE_KEYS,
+    WIND_KEYS,
     Decision,
     reference_names,
     task_conflicts,
     task_prelabels,
 )
 from annotation.vif.readouts import readouts
-from annotation.work import routing
-from annotation.work.routing import Tables, choose_next
+from annotation.work.engine import (
+    DEFAULT_RESERVATION_MINUTES,
+    Controller,
+    ItemTaken,
+    Kind,
+    Router,
+)
 from annotation.work.workflow import ItemImage
 
 #: The conflict types a verifier judges (layout never conflicts).
@@ -63,7 +75,6 @@ ATTRIBUTE_TYPE = {
     "wind_responsive": "wind",
     "pose_distinctive": "pose",
 }
-ATTRIBUTES = tuple(ATTRIBUTE_TYPE)
 #: How a page names each attribute.
 ATTRIBUTE_LABELS = {
     "yaw": "Facing direction (yaw, degrees)",
@@ -73,10 +84,9 @@ ATTRIBUTE_LABELS = {
     "pose_distinctive": "Clear, non-neutral pose",
 }
 #: Accepted spellings of a pre-label attribute in ``meta.prelabel``.
-_ALIASES = {"light_distinctive": _LIGHT_KEYS, "wind_responsive": _WIND_KEYS,
-            "pose_distinctive": _POSE_KEYS, "yaw_reliable": _RELIABLE_KEYS}
+_ALIASES = {"light_distinctive": LIGHT_KEYS, "wind_responsive": WIND_KEYS,
+            "pose_distinctive": POSE_KEYS, "yaw_reliable": RELIABLE_KEYS}
 DEFAULT_OVERLAP = 2
-DEFAULT_RESERVATION_MINUTES = 30
 
 
 # ------------------------------------------------------------------------ settings
@@ -90,34 +100,21 @@ class VerifySettings:
     seed: int = 0
 
 
-_SETTINGS_KEY = "conflict_verification"
-
-
 def get_settings(store: Store) -> VerifySettings:
-    return routing.read_settings(store, _SETTINGS_KEY, VerifySettings)
+    return ROUTER.settings(store)
 
 
 def set_settings(store: Store, actor: str, **changes: Any) -> VerifySettings:
     """Change the verification settings (overlap and reservation >= 1); audited."""
-    return routing.write_settings(store, _SETTINGS_KEY, VerifySettings, actor,
-                                  "verify.settings", changes)
+    return ROUTER.set_settings(store, actor, **changes)
 
 
 # ------------------------------------------------------------------------ the task
 def _task_record(store: Store, task_id: str) -> dict[str, Any]:
     """The task as a tasks.jsonl-like record (meta, images with role/meta), for the rules."""
-    row = store.conn.execute(
-        "SELECT instruction, meta FROM tasks WHERE task_id = ?", [task_id]).fetchone()
-    if row is None:
-        raise KeyError(task_id)
-    images = [
-        {"role": r[0], "kind": r[1], "label": r[2], "meta": json.loads(r[3])}
-        for r in store.conn.execute(
-            "SELECT role, kind, label, meta FROM images WHERE task_id = ? ORDER BY idx",
-            [task_id])
-    ]
-    return {"task_id": task_id, "instruction": row[0], "meta": json.loads(row[1]),
-            "images": images}
+    row = items.task_row(store, task_id)
+    return {"task_id": task_id, "instruction": row["instruction"], "meta": row["meta"],
+            "images": items.task_images(store, task_id)}
 
 
 def conflict_types(meta: Mapping[str, Any]) -> tuple[str, ...]:
@@ -282,33 +279,21 @@ def decisions_on(item: VerifyItem, readings: Mapping[tuple[int, str], Any]) -> d
 # ------------------------------------------------------------------------ eligible tasks
 def verifiable_tasks(store: Store) -> list[str]:
     """Tasks with at least one conflict type to verify, in import order."""
-    return [
-        task_id for task_id, meta in store.conn.execute(
-            "SELECT task_id, meta FROM tasks ORDER BY rowid")
-        if conflict_types(json.loads(meta))
-    ]
+    return [task_id for task_id, meta in items.task_metas(store) if conflict_types(meta)]
 
 
 # ------------------------------------------------------------------------ routing
-_TABLES = Tables(reservations="verify_reservations", submissions="verify_submissions",
-                 unit="task_id", person="verifier",
-                 answers=("prelabel_readings", "conflict_verdicts"))
-
-
-def _stamp(now: datetime | None) -> datetime:
-    return now or datetime.now(UTC)
+#: the verification workflow's router (queue kind ``verify``)
+ROUTER: Router[VerifySettings] = Router(Kind(
+    name="verify", units=verifiable_tasks, answers=("reading", "verdict"),
+    settings=VerifySettings, salt="verify", submit_action="verify.submit",
+    settings_action="verify.settings"))
 
 
 def next_task(store: Store, verifier: str, now: datetime | None = None) -> str | None:
-    """Choose (and reserve) the task ``verifier`` should verify now; None when done.
-
-    Same rules as :func:`annotation.work.workflow.next_item` (see :mod:`annotation.work.routing`).
-    """
-    settings = get_settings(store)
-    return choose_next(store, _TABLES, verifier, verifiable_tasks(store),
-                       overlap=settings.overlap,
-                       reservation_minutes=settings.reservation_minutes, seed=settings.seed,
-                       salt="verify", now=_stamp(now))
+    """Choose (and reserve) the task ``verifier`` should verify now; None when done
+    (:meth:`annotation.work.engine.Router.next`)."""
+    return ROUTER.next(store, verifier, now)
 
 
 # ------------------------------------------------------------------------ answers
@@ -328,18 +313,6 @@ def _check_value(attribute: str, value: Any) -> Any:
     return value
 
 
-def _renew(store: Store, conn: Any, verifier: str, task_id: str, now: datetime,
-           slot: bool | None) -> None:
-    """Renew the reservation; with ``slot`` (None: when the store acts for a signed-in
-    person) first check the verifier may still work on the task (:func:`routing.claim`)."""
-    settings = get_settings(store)
-    if slot or (slot is None and store.guard is not None):
-        routing.claim(conn, _TABLES, verifier, task_id, overlap=settings.overlap,
-                      minutes=settings.reservation_minutes, now=now)
-    else:
-        routing.renew(conn, _TABLES, verifier, task_id, now, settings.reservation_minutes)
-
-
 def give_reading(
     store: Store, verifier: str, task_id: str, image_idx: int, attribute: str, value: Any,
     *, now: datetime | None = None, active: tuple[int, float] | None = None,
@@ -347,35 +320,20 @@ def give_reading(
 ) -> int:
     """Record the verifier's reading of one pre-label (appended; supersedes a different
     earlier reading; an equal reading writes nothing) and renew the reservation (``slot``:
-    see :func:`annotation.work.routing.claim`)."""
+    see :meth:`annotation.work.engine.Router.claim`)."""
     value = _check_value(attribute, value)
-    text = json.dumps(value)
-    with store.transaction(user=verifier) as conn:
-        _renew(store, conn, verifier, task_id, _stamp(now), slot)
-        current = conn.execute(
-            "SELECT reading_id, value FROM current_prelabel_readings WHERE verifier = ?"
-            " AND task_id = ? AND image_idx = ? AND attribute = ?",
-            [verifier, task_id, image_idx, attribute]).fetchone()
-        if current is not None and current[1] == text:
-            return int(current[0])
-        cur = conn.execute(
-            "INSERT INTO prelabel_readings (verifier, task_id, image_idx, attribute, value,"
-            " created_at, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [verifier, task_id, image_idx, attribute, text,
-             _stamp(now).isoformat(timespec="microseconds"),
-             None if current is None else current[0]])
-        _add_time(conn, active)
-        return int(cur.lastrowid or 0)
+    with ROUTER.answering(store, verifier, task_id, slot=slot, now=now,
+                          active=active) as act:
+        return act.supersede("reading", {
+            "verifier": verifier, "task_id": task_id, "image_idx": image_idx,
+            "attribute": attribute, "value": json.dumps(value), "created_at": act.stamp},
+            same=("value",))
 
 
 def my_readings(store: Store, verifier: str, task_id: str) -> dict[tuple[int, str], Any]:
     """The verifier's current readings on a task (never anyone else's)."""
-    return {
-        (int(idx), attr): json.loads(value)
-        for idx, attr, value in store.conn.execute(
-            "SELECT image_idx, attribute, value FROM current_prelabel_readings"
-            " WHERE verifier = ? AND task_id = ?", [verifier, task_id])
-    }
+    return {(int(r["image_idx"]), r["attribute"]): json.loads(r["value"])
+            for r in answer_rows.current_rows(store, "reading", verifier, task_id)}
 
 
 def readings_complete(item: VerifyItem, readings: Mapping[tuple[int, str], Any]) -> bool:
@@ -415,7 +373,7 @@ def give_verdict(
 ) -> int:
     """Record the verified label of one conflict type (appended; supersedes a different
     earlier verdict). ``agrees`` is derived: the verified label equals ``automatic``.
-    ``slot``: see :func:`annotation.work.routing.claim`."""
+    ``slot``: see :meth:`annotation.work.engine.Router.claim`."""
     if conflict not in CONFLICT_TYPES:
         raise ValueError(f"conflict must be one of {', '.join(CONFLICT_TYPES)}")
     if not isinstance(label, bool):
@@ -423,32 +381,22 @@ def give_verdict(
     agrees = None if automatic is None else int(label == automatic)
     auto = None if automatic is None else int(automatic)
     note = (note or "").strip() or None
-    with store.transaction(user=verifier) as conn:
-        _renew(store, conn, verifier, task_id, _stamp(now), slot)
-        current = conn.execute(
-            "SELECT verdict_id, label, note, automatic FROM current_conflict_verdicts"
-            " WHERE verifier = ? AND task_id = ? AND conflict = ?",
-            [verifier, task_id, conflict]).fetchone()
-        if current is not None and (current[1], current[2], current[3]) == (
-                int(label), note, auto):
-            return int(current[0])
-        cur = conn.execute(
-            "INSERT INTO conflict_verdicts (verifier, task_id, conflict, automatic, agrees,"
-            " label, note, blind, created_at, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [verifier, task_id, conflict, auto, agrees, int(label), note, int(blind),
-             _stamp(now).isoformat(timespec="microseconds"),
-             None if current is None else current[0]])
-        _add_time(conn, active)
-        return int(cur.lastrowid or 0)
+    with ROUTER.answering(store, verifier, task_id, slot=slot, now=now,
+                          active=active) as act:
+        return act.supersede("verdict", {
+            "verifier": verifier, "task_id": task_id, "conflict": conflict,
+            "automatic": auto, "agrees": agrees, "label": int(label), "note": note,
+            "blind": int(blind), "created_at": act.stamp},
+            same=("label", "note", "automatic"))
 
 
 def my_verdicts(store: Store, verifier: str, task_id: str) -> dict[str, Verdict]:
     return {
         r[0]: Verdict(r[0], None if r[1] is None else bool(r[1]),
                       None if r[2] is None else bool(r[2]), bool(r[3]), r[4], bool(r[5]))
-        for r in store.conn.execute(
-            "SELECT conflict, automatic, agrees, label, note, blind FROM current_conflict_verdicts"
-            " WHERE verifier = ? AND task_id = ?", [verifier, task_id])
+        for r in ((v["conflict"], v["automatic"], v["agrees"], v["label"], v["note"],
+                   v["blind"])
+                  for v in answer_rows.current_rows(store, "verdict", verifier, task_id))
     }
 
 
@@ -459,72 +407,204 @@ def verdicts_complete(item: VerifyItem, verdicts: Mapping[str, Verdict]) -> bool
 def submit_task(store: Store, verifier: str, task_id: str, *, slot: bool | None = None,
                 now: datetime | None = None) -> None:
     """Mark the task verified by this verifier (idempotent); release the reservation.
-    ``slot``: first check the right to submit (:func:`annotation.work.routing.claim`)."""
-    with store.transaction(user=verifier) as conn:
-        if slot or (slot is None and store.guard is not None):
-            settings = get_settings(store)
-            routing.claim(conn, _TABLES, verifier, task_id, overlap=settings.overlap,
-                          minutes=settings.reservation_minutes, now=_stamp(now))
-        conn.execute(
-            "INSERT OR IGNORE INTO verify_submissions (verifier, task_id, submitted_at)"
-            " VALUES (?, ?, ?)", [verifier, task_id, now_iso()])
-        conn.execute("DELETE FROM verify_reservations WHERE task_id = ? AND verifier = ?",
-                     [task_id, verifier])
-        append_audit(conn, actor=verifier, action="verify.submit", subject=task_id)
+    ``slot``: first check the right to submit (:meth:`annotation.work.engine.Router.claim`)."""
+    ROUTER.submit(store, verifier, task_id, slot=slot, now=now)
 
 
 def is_submitted(store: Store, verifier: str, task_id: str) -> bool:
-    return store.conn.execute(
-        "SELECT 1 FROM verify_submissions WHERE verifier = ? AND task_id = ?",
-        [verifier, task_id]).fetchone() is not None
+    return ROUTER.is_submitted(store, verifier, task_id)
 
 
 def previous_task(store: Store, verifier: str, current: str | None) -> str | None:
     """The task submitted just before ``current`` (or the last submitted one)."""
-    return routing.previous_unit(store, _TABLES, verifier, current)
+    return ROUTER.previous(store, verifier, current)
 
 
 # ------------------------------------------------------------------------ time, progress
 def start_visit(store: Store, verifier: str, task_id: str) -> int:
     """Open a visit of the task (its active time is added to it); return its id."""
-    with store.transaction(user=verifier) as conn:
-        cur = conn.execute(
-            "INSERT INTO verify_time (verifier, task_id, started_at) VALUES (?, ?, ?)",
-            [verifier, task_id, now_iso()])
-        return int(cur.lastrowid or 0)
-
-
-def _add_time(conn: Any, active: tuple[int, float] | None) -> None:
-    if active is not None and active[1] > 0:
-        conn.execute(
-            "UPDATE verify_time SET active_seconds = active_seconds + ? WHERE visit_id = ?",
-            [active[1], active[0]])
+    return ROUTER.start_visit(store, verifier, task_id)
 
 
 def personal_progress(store: Store, verifier: str) -> tuple[int, int]:
     """(tasks this verifier submitted, tasks still open to them + submitted)."""
-    return routing.personal_progress(store, _TABLES, verifier, verifiable_tasks(store),
-                                     get_settings(store).overlap)
+    return ROUTER.personal_progress(store, verifier)
 
 
 def overall_progress(store: Store) -> tuple[int, int]:
     """(verifications counted toward overlap, verifiable tasks x overlap)."""
-    return routing.overall_progress(store, _TABLES, verifiable_tasks(store),
-                                    get_settings(store).overlap)
+    return ROUTER.overall_progress(store)
 
 
 def progress_by_verifier(store: Store) -> pd.DataFrame:
     """Per verifier: tasks submitted, verdicts given, disagreements, median active s/task."""
-    subs = store.query_df(
-        "SELECT verifier, count(*) AS submitted FROM verify_submissions GROUP BY 1")
-    verdicts = store.query_df(
-        "SELECT verifier, count(*) AS verdicts, SUM(agrees = 0) AS disagreements"
-        " FROM current_conflict_verdicts GROUP BY 1")
-    times = store.query_df(
-        "SELECT verifier, task_id, SUM(active_seconds) AS s FROM verify_time GROUP BY 1, 2")
-    med = times.groupby("verifier")["s"].median().rename("median seconds/task").reset_index()
+    q = queues.reader(store, "verify")
+    subs = q.submissions_df().rename(columns={"person": "verifier"}).groupby(
+        "verifier").size().rename("submitted").reset_index()
+    current = answer_rows.current_df(store, "verdict")
+    verdicts = current.assign(dis=current["agrees"] == 0).groupby("verifier").agg(
+        verdicts=("verdict_id", "size"), disagreements=("dis", "sum")).reset_index()
+    times = q.visit_seconds_df().rename(columns={"person": "verifier"})
+    med = times.groupby("verifier")["active_seconds"].median().rename(
+        "median seconds/task").reset_index()
     table = subs.merge(verdicts, how="outer", on="verifier").merge(med, how="left",
                                                                    on="verifier")
     table = table.fillna({"submitted": 0, "verdicts": 0, "disagreements": 0})
     return table.astype({"submitted": int, "verdicts": int, "disagreements": int}
                         ).sort_values("verifier").reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------ the controller
+class VerifySession(Controller):
+    """The verification page's controller: what each click or key does, without
+    Streamlit (:class:`annotation.work.engine.Controller`). Every reading and verdict is
+    written at once, so a reload or another machine resumes at the same task. A stale
+    tab (the task went to someone else) writes nothing: ``state["notice"]`` says so, the
+    next task opens, and the rest of that interaction does nothing more."""
+
+    router = ROUTER
+    UNIT = "task_id"
+    PERSON = "verifier"
+
+    def __init__(self, store: Store, verifier: str, state: MutableMapping[str, Any],
+                 clock: Callable[[], float] = time.monotonic):
+        super().__init__(store, verifier, state, clock)
+
+    @property
+    def verifier(self) -> str:
+        return self.person
+
+    def _taken(self, exc: ItemTaken) -> None:
+        self.state.pop("notes", None)
+        super()._taken(exc)
+
+    # ------------------------------------------------------------------ the task
+    @property
+    def task_id(self) -> str | None:
+        return self.unit
+
+    def _opened(self) -> None:
+        self.state.pop("item", None)
+
+    @property
+    def item(self) -> VerifyItem:
+        if self.state.get("item") is None or self.state["item"].task_id != self.task_id:
+            assert self.task_id is not None
+            self.state["item"] = load_verify_item(self.store, self.task_id)
+        return self.state["item"]
+
+    @property
+    def settings(self) -> VerifySettings:
+        return get_settings(self.store)
+
+    def readings(self) -> dict[tuple[int, str], Any]:
+        assert self.task_id is not None
+        return my_readings(self.store, self.verifier, self.task_id)
+
+    def verdicts(self) -> dict[str, Verdict]:
+        assert self.task_id is not None
+        return my_verdicts(self.store, self.verifier, self.task_id)
+
+    def revealed(self) -> bool:
+        """Whether the automatic decisions may be shown now (see blind mode)."""
+        return reveal_automatic(self.item, self.readings(), self.settings.blind)
+
+    def reading_value(self, index: int, attribute: str) -> Any:
+        """The verifier's reading if given, else the pre-label (what a field starts at)."""
+        readings = self.readings()
+        if (index, attribute) in readings:
+            return readings[(index, attribute)]
+        return self.item.reference(index).prelabel.get(attribute)
+
+    def current_check(self) -> str | None:
+        """The first conflict type without a verdict (keyboard shortcuts act on it)."""
+        verdicts = self.verdicts()
+        return next((c.conflict for c in self.item.checks if c.conflict not in verdicts), None)
+
+    # ------------------------------------------------------------------ actions
+    def set_reading(self, index: int, attribute: str, value: Any) -> int | None:
+        """Record one reading at once (history kept); None when nothing was written."""
+        if self._moved:
+            return None
+        assert self.task_id is not None
+        try:
+            return give_reading(self.store, self.verifier, self.task_id, index, attribute,
+                                value, active=self._active(), slot=True)
+        except ItemTaken as exc:
+            self._taken(exc)
+            return None
+
+    def confirm_readings(self, values: Mapping[tuple[int, str], Any]) -> None:
+        """Record every needed reading: ``values`` where the verifier set a field, else the
+        value the field shows (the pre-label): confirming a pre-label is a reading too."""
+        item = self.item
+        for index, attribute in item.needed():
+            if self._moved:
+                return
+            value = values.get((index, attribute), self.reading_value(index, attribute))
+            if attribute != "yaw" and value is None:
+                value = False
+            self.set_reading(index, attribute, value)
+
+    def set_verdict(self, conflict: str, agree: bool, note: str | None = None) -> int | None:
+        """Agree or disagree with the automatic label; the verified label follows. With no
+        automatic label, ``agree`` means *conflict* (the page labels the buttons so)."""
+        if self._moved:
+            return None
+        check = next(c for c in self.item.checks if c.conflict == conflict)
+        automatic = check.automatic
+        label = agree if automatic is None else (automatic if agree else not automatic)
+        if note is None:
+            old = self.verdicts().get(conflict)
+            note = old.note if old else self.pending_note(conflict)
+        assert self.task_id is not None
+        # blind: the automatic label was hidden until the verifier had read something
+        blind = self.settings.blind and bool(self.item.needed())
+        try:
+            return give_verdict(self.store, self.verifier, self.task_id, conflict, label,
+                                automatic, note=note, blind=blind, active=self._active(),
+                                slot=True)
+        except ItemTaken as exc:
+            self._taken(exc)
+            return None
+
+    def set_note(self, conflict: str, note: str) -> int | None:
+        """Change the note of a verdict already given (a new row, history kept)."""
+        if self._moved:
+            return None
+        verdict = self.verdicts().get(conflict)
+        if verdict is None:
+            self.state.setdefault("notes", {})[conflict] = note
+            return None
+        check = next(c for c in self.item.checks if c.conflict == conflict)
+        assert self.task_id is not None
+        try:
+            return give_verdict(self.store, self.verifier, self.task_id, conflict,
+                                verdict.label, check.automatic, note=note,
+                                blind=verdict.blind, active=self._active(), slot=True)
+        except ItemTaken as exc:
+            self._taken(exc)
+            return None
+
+    def pending_note(self, conflict: str) -> str | None:
+        return self.state.get("notes", {}).get(conflict)
+
+    def complete(self) -> bool:
+        """Every needed pre-label read and a verdict per conflict type."""
+        return self.can_submit()
+
+    def can_submit(self) -> bool:
+        return readings_complete(self.item, self.readings()) and verdicts_complete(
+            self.item, self.verdicts())
+
+    def submit(self) -> None:
+        """Submit the task and open the next one (or go back to where review started).
+        Nothing when this interaction found the task gone (see ``state["notice"]``)."""
+        if self._moved:
+            return
+        assert self.task_id is not None
+        if not self.can_submit():
+            raise ValueError("give a reading of every pre-label and a verdict per conflict "
+                             "type first")
+        self.state.pop("notes", None)
+        self._submit()

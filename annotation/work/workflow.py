@@ -1,54 +1,52 @@
-"""The annotation workflow: who annotates which output next, and what they gave.
+"""Annotate outputs: the checklist and ratings workflow on the engine.
 
-This module is the workflow part of the storage layer (with :mod:`annotation.store` and
-:mod:`annotation.accounts.auth`, the only modules that speak SQL). Rules, in the spirit of Label
-Studio's and Prodigy's task routing with overlap:
+What a unit is: an output an annotator can work on (an image at hand, not missing, not a
+diagnostic-tree node, in the sample when the admin drew one: uniform with a seed, or
+stratified by generator). What an answer is: a yes / no / can't-tell answer to a checklist
+question or a score of a criterion, with an optional note (``annotations``, append-only).
+When a unit is complete: every applicable question answered (DSG gating,
+:mod:`annotation.work.checklist`) and every criterion scored.
 
-* **Eligible outputs**: an image at hand, not missing, and in the sample when the admin drew
-  one (uniform with a seed, or stratified by generator).
-* **Overlap**: each output needs ``overlap`` distinct annotators (default 3). An output is
-  offered to an annotator who has not submitted it while fewer than ``overlap`` others have
-  submitted it or hold a live reservation on it.
-* **Order**: first the annotator's own unfinished item (resume, on any machine), then items
-  already started by others (so overlaps complete), then the annotator's own seeded order
-  (a per-annotator shuffle, so annotators do not all start with the same items).
-* **Reservations** expire after ``reservation_minutes`` without activity; every answer
-  renews them.
-* Answers are appended (:meth:`Store.record_annotation`); submissions, flags and active time
-  are recorded with who and when; flags, submissions and settings also go to the audit log.
-* Annotators never see pass answers, judges' outputs or generator names: the item they get
-  is an :class:`AnnotatorItem`, which has no field for them.
+Routing, reservations, resume, overlap (default 3), the stale-tab claim and active time
+are the engine's (:mod:`annotation.work.engine`). Answers go through the one answer writer
+(:mod:`annotation.store.answers`); submissions, flags and settings also go to the audit
+log. Annotators never see pass answers, judges' outputs or generator names: the item they
+get is an :class:`AnnotatorItem`, which has no field for them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
+import time
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
 
-from annotation.records import Annotation
-from annotation.store import Store, append_audit, dumps, now_iso
-from annotation.work.checklist import QuestionView
-from annotation.work.routing import (
+from annotation.store import Store, items
+from annotation.store import answers as answer_rows
+from annotation.store import queue as queues
+from annotation.work import checklist
+from annotation.work.checklist import QuestionView, Target
+from annotation.work.engine import (
+    DEFAULT_RESERVATION_MINUTES,
+    IDLE_CAP_SECONDS,
     ChangedElsewhere,
-    ItemTaken,  # noqa: F401  (raised by claim: for the pages)
-    Tables,
-    claim,
+    Controller,
+    ItemTaken,
+    Kind,
+    Router,
+    active_increment,
 )
+from annotation.work.engine import personal_order as engine_order
+
+__all__ = ["ChangedElsewhere", "ItemTaken", "active_increment", "IDLE_CAP_SECONDS"]
 
 DEFAULT_OVERLAP = 3
-DEFAULT_RESERVATION_MINUTES = 30
-IDLE_CAP_SECONDS = 120.0
 FLAG_REASONS = ("broken_image", "ambiguous_question", "other")
 SAMPLE_MODES = ("all", "uniform", "stratified")
-#: where annotation keeps reservations and submissions (for :func:`annotation.work.routing.claim`)
-TABLES = Tables(reservations="reservations", submissions="submissions", unit="output_id",
-                person="annotator", answers=("annotations",))
 #: ``expected`` of :func:`give_answer` when the caller does not check for other tabs
 ANY: Any = object()
 
@@ -61,49 +59,37 @@ class Settings:
     seed: int = 0
 
 
-def get_settings(store: Store) -> Settings:
-    info = store.project_info()
-    raw = json.loads(info.get("workflow", "{}"))
-    return Settings(**{k: v for k, v in raw.items() if k in Settings.__dataclass_fields__})
-
-
-def set_settings(store: Store, actor: str, **changes: int) -> Settings:
-    """Change workflow settings (overlap >= 1, reservation_minutes >= 1); audited."""
-    current = get_settings(store).__dict__ | changes
-    settings = Settings(**current)
-    if settings.overlap < 1 or settings.reservation_minutes < 1:
-        raise ValueError("overlap and reservation_minutes must be at least 1")
-    with store.transaction(user=actor, role="admin") as conn:
-        conn.execute(
-            "INSERT INTO project (key, value) VALUES ('workflow', ?) ON CONFLICT(key)"
-            " DO UPDATE SET value = excluded.value",
-            [dumps(settings.__dict__)],
-        )
-        _audit(conn, actor, "workflow.settings", None, changes)
-    return settings
-
-
-def _audit(conn: Any, actor: str | None, action: str, subject: str | None,
-           detail: dict[str, Any] | None = None) -> None:
-    append_audit(conn, actor=actor, action=action, subject=subject, detail=detail)
-
-
-# ------------------------------------------------------------------------ sample
+# ------------------------------------------------------------------------ the units
 def annotatable_outputs(store: Store) -> pd.DataFrame:
     """Outputs an annotator can work on: image at hand, not missing, not a diagnostic-tree
     node (``meta.node``: those are reviewed on the tree page); the sample is ignored."""
-    return store.query_df(
-        "SELECT output_id, task_id, generator FROM outputs"
-        " WHERE missing = 0 AND sha256 IS NOT NULL"
-        " AND IFNULL(json_extract(meta, '$.node'), 'N0') = 'N0' ORDER BY rowid"
-    )
+    return items.annotatable_outputs(store)
 
 
 def eligible_outputs(store: Store) -> pd.DataFrame:
     """Annotatable outputs, restricted to the sample when one is drawn."""
     outputs = annotatable_outputs(store)
-    sample = {r[0] for r in store.conn.execute("SELECT output_id FROM sample")}
+    sample = items.sample_ids(store)
     return outputs[outputs.output_id.isin(sample)] if sample else outputs
+
+
+def _units(store: Store) -> list[str]:
+    return list(eligible_outputs(store).output_id)
+
+
+#: the annotation workflow's router (queue kind ``annotate``)
+ROUTER: Router[Settings] = Router(Kind(
+    name="annotate", units=_units, answers=("annotation",), settings=Settings, salt=None,
+    submit_action="item.submit", settings_action="workflow.settings"))
+
+
+def get_settings(store: Store) -> Settings:
+    return ROUTER.settings(store)
+
+
+def set_settings(store: Store, actor: str, **changes: int) -> Settings:
+    """Change workflow settings (overlap >= 1, reservation_minutes >= 1); audited."""
+    return ROUTER.set_settings(store, actor, **changes)
 
 
 def draw_sample(
@@ -128,21 +114,15 @@ def draw_sample(
         if mode == "uniform":
             chosen = rng.sample(list(outputs.output_id), size)
         else:
-            chosen = _stratified(outputs, size, rng)
-    with store.transaction(user=actor, role="admin") as conn:
-        conn.execute("DELETE FROM sample")
-        conn.executemany("INSERT INTO sample (output_id) VALUES (?)", [(o,) for o in chosen])
-        _audit(
-            conn,
-            actor,
-            "workflow.sample",
-            None,
-            {"mode": mode, "size": size, "seed": seed, "drawn": len(chosen)},
-        )
+            chosen = stratified_sample(outputs, size, rng)
+    items.replace_sample(store, actor, chosen,
+                         {"mode": mode, "size": size, "seed": seed, "drawn": len(chosen)})
     return chosen
 
 
-def _stratified(outputs: pd.DataFrame, size: int, rng: random.Random) -> list[str]:
+def stratified_sample(outputs: pd.DataFrame, size: int, rng: random.Random) -> list[str]:
+    """``size`` outputs split over generators in proportion to their outputs (largest
+    remainders), drawn uniformly within each."""
     groups = {g: sorted(df.output_id) for g, df in outputs.groupby("generator", sort=True)}
     total = len(outputs)
     quotas = {g: size * len(ids) / total for g, ids in groups.items()}
@@ -159,92 +139,18 @@ def _stratified(outputs: pd.DataFrame, size: int, rng: random.Random) -> list[st
 # ------------------------------------------------------------------------ routing
 def personal_order(output_ids: list[str], annotator: str, seed: int = 0) -> list[str]:
     """The annotator's own shuffle of the outputs, stable across sessions and machines."""
-    key = int.from_bytes(hashlib.sha256(f"{seed}:{annotator}".encode()).digest()[:8], "big")
-    order = list(output_ids)
-    random.Random(key).shuffle(order)
-    return order
-
-
-def _now(now: datetime | None) -> datetime:
-    return now or datetime.now(UTC)
+    return engine_order(output_ids, annotator, seed)
 
 
 def next_item(store: Store, annotator: str, now: datetime | None = None) -> str | None:
-    """Choose (and reserve) the output ``annotator`` should work on now; None when done.
-
-    Runs in one ``BEGIN IMMEDIATE`` transaction, so two annotators asking at the same time
-    cannot both take the last open slot of an output.
-    """
-    moment = _now(now)
-    stamp = moment.isoformat(timespec="microseconds")
-    settings = get_settings(store)
-    eligible = eligible_outputs(store)
-    eligible_ids = list(eligible.output_id)
-    with store.transaction(user=annotator) as conn:
-        submitted = {
-            r[0]: r[1]
-            for r in conn.execute("SELECT output_id, count(*) FROM submissions GROUP BY output_id")
-        }
-        mine_done = {
-            r[0]
-            for r in conn.execute(
-                "SELECT output_id FROM submissions WHERE annotator = ?", [annotator]
-            )
-        }
-        reserved_by_others: dict[str, int] = {}
-        for output_id, who in conn.execute(
-            "SELECT output_id, annotator FROM reservations WHERE expires_at > ?", [stamp]
-        ):
-            if who != annotator:
-                reserved_by_others[output_id] = reserved_by_others.get(output_id, 0) + 1
-        # 1. my own unfinished work: answers given (resumed even after the reservation
-        # expired: the work exists) or a live reservation held; not submitted
-        started = [
-            r[0]
-            for r in conn.execute(
-                "SELECT output_id FROM (SELECT output_id, MIN(created_at) AS t FROM annotations"
-                " WHERE annotator = ? GROUP BY output_id"
-                " UNION ALL SELECT output_id, reserved_at FROM reservations"
-                " WHERE annotator = ? AND expires_at > ?)"
-                " GROUP BY output_id ORDER BY MIN(t)",
-                [annotator, annotator, stamp],
-            )
-        ]
-        eligible_set = set(eligible_ids)
-        # ... unless others filled its overlap meanwhile (its answers stay in the history)
-        choice = next((o for o in started if o in eligible_set and o not in mine_done
-                       and submitted.get(o, 0) + reserved_by_others.get(o, 0)
-                       < settings.overlap), None)
-        if choice is None:
-            order = personal_order(eligible_ids, annotator, settings.seed)
-            rank = {o: i for i, o in enumerate(order)}
-            open_items = []
-            for o in eligible_ids:
-                if o in mine_done:
-                    continue
-                taken = submitted.get(o, 0) + reserved_by_others.get(o, 0)
-                if taken < settings.overlap:
-                    open_items.append((-min(taken, settings.overlap), rank[o], o))
-            choice = min(open_items)[2] if open_items else None
-        if choice is not None:
-            expires = (moment + timedelta(minutes=settings.reservation_minutes)).isoformat(
-                timespec="microseconds"
-            )
-            conn.execute(
-                "INSERT INTO reservations (output_id, annotator, reserved_at, expires_at)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT(output_id, annotator)"
-                " DO UPDATE SET expires_at = excluded.expires_at",
-                [choice, annotator, stamp, expires],
-            )
-    return choice
+    """Choose (and reserve) the output ``annotator`` should work on now; None when done
+    (:meth:`annotation.work.engine.Router.next`)."""
+    return ROUTER.next(store, annotator, now)
 
 
 def release(store: Store, annotator: str, output_id: str) -> None:
-    """Give a reservation back (e.g. on logout)."""
-    with store.transaction(user=annotator) as conn:
-        conn.execute(
-            "DELETE FROM reservations WHERE output_id = ? AND annotator = ?", [output_id, annotator]
-        )
+    """Give a reservation back."""
+    ROUTER.release(store, annotator, output_id)
 
 
 # ------------------------------------------------------------------------ the item
@@ -300,36 +206,17 @@ class AnnotatorItem:
 
 
 def load_item(store: Store, output_id: str) -> AnnotatorItem:
-    out = store.conn.execute(
-        "SELECT task_id, sha256 FROM outputs WHERE output_id = ?", [output_id]
-    ).fetchone()
-    if out is None:
-        raise KeyError(output_id)
-    task_id, sha = out
-    task = store.conn.execute(
-        "SELECT instruction, checklist_id, meta FROM tasks WHERE task_id = ?", [task_id]
-    ).fetchone()
+    task_id, sha = items.output_task(store, output_id)
+    task = items.task_row(store, task_id)
     images = tuple(
         ItemImage(r.idx, r.role, r.kind, r.label, r.sha256, r.width, r.height)
         for r in store.images_df(task_id).itertuples()
     )
-    questions = tuple(
-        QuestionView(r[0], r[1], r[2], r[3], tuple(json.loads(r[4])))
-        for r in store.conn.execute(
-            "SELECT question_id, text, operator, target, depends_on FROM questions"
-            " WHERE checklist_id = ? ORDER BY position",
-            [task[1]],
-        )
-    )
-    criteria = tuple(
-        CriterionView(r[0], r[1], r[2], r[3], r[4], r[5])
-        for r in store.conn.execute(
-            "SELECT name, label, min, max, step, rubric FROM criteria ORDER BY position"
-        )
-    )
-    return AnnotatorItem(
-        output_id, task_id, task[0], images, sha, json.loads(task[2]), questions, criteria
-    )
+    questions = tuple(QuestionView(q[0], q[1], q[2], q[3], tuple(q[4]))
+                      for q in items.checklist_questions(store, task["checklist_id"]))
+    criteria = tuple(CriterionView(*r) for r in items.criteria_rows(store))
+    return AnnotatorItem(output_id, task_id, task["instruction"], images, sha, task["meta"],
+                         questions, criteria)
 
 
 @dataclass
@@ -346,19 +233,16 @@ class MyAnswers:
 def my_answers(store: Store, annotator: str, output_id: str) -> MyAnswers:
     """The annotator's current answers on one output (never anyone else's)."""
     mine = MyAnswers()
-    for qid, crit, answer, score, note, row_id in store.conn.execute(
-        "SELECT question_id, criterion, answer, score, note, annotation_id"
-        " FROM current_annotations WHERE annotator = ? AND output_id = ?",
-        [annotator, output_id],
-    ):
+    for r in answer_rows.current_rows(store, "annotation", annotator, output_id):
+        qid, crit = r["question_id"], r["criterion"]
         key = qid or crit
-        mine.ids[key] = int(row_id)
+        mine.ids[key] = int(r["annotation_id"])
         if qid:
-            mine.answers[qid] = answer
+            mine.answers[qid] = r["answer"]
         else:
-            mine.scores[crit] = score
-        if note:
-            mine.notes[key] = note
+            mine.scores[crit] = r["score"]
+        if r["note"]:
+            mine.notes[key] = r["note"]
     return mine
 
 
@@ -386,123 +270,53 @@ def give_answer(
     tab of the same annotator answered meanwhile) nothing is written and
     :class:`ChangedElsewhere` is raised, with the current answer: never a silent replace.
     Omitted: not checked. ``slot``: also require the right to answer the item now
-    (:func:`annotation.work.routing.claim`, else :class:`ItemTaken`); None: whenever the store
-    acts for a signed-in person (the app).
+    (:meth:`annotation.work.engine.Router.claim`, else :class:`ItemTaken`); None: whenever
+    the store acts for a signed-in person (the app).
     """
-    settings = get_settings(store)
-    moment = _now(now)
-    with store.transaction(user=annotator) as conn:
-        if slot or (slot is None and store.guard is not None):
-            claim(conn, TABLES, annotator, output_id, overlap=settings.overlap,
-                  minutes=settings.reservation_minutes, now=moment)
-        current = conn.execute(
-            "SELECT annotation_id, answer, score, note FROM current_annotations"
-            " WHERE annotator = ? AND output_id = ? AND IFNULL(question_id, '') = ?"
-            " AND IFNULL(criterion, '') = ?",
-            [annotator, output_id, question_id or "", criterion or ""],
-        ).fetchone()
-        if expected is not ANY and (current[0] if current else None) != expected:
+    key = {"question_id": question_id, "criterion": criterion}
+    with ROUTER.answering(store, annotator, output_id, slot=slot, now=now,
+                          active=active) as act:
+        current = act.current("annotation", key)
+        if expected is not ANY and (current["annotation_id"] if current else None) != expected:
             raise ChangedElsewhere(
                 "This answer was changed in another tab or window meanwhile: reloaded. "
                 "Nothing was overwritten; check it and answer again if needed.")
-        if (
-            current
-            and current[1] == answer
-            and current[2] == score
-            and (note is None or current[3] == note)
-        ):
-            return int(current[0])
-        if not (slot or (slot is None and store.guard is not None)):
-            expires = (moment + timedelta(minutes=settings.reservation_minutes)).isoformat(
-                timespec="microseconds")
-            conn.execute(
-                "UPDATE reservations SET expires_at = ? WHERE output_id = ? AND annotator = ?",
-                [expires, output_id, annotator])
-        annotation_id = store.append_annotation(
-            conn, Annotation(annotator, output_id, question_id, criterion, answer, score, note))
-        if active is not None and active[1] > 0:
-            conn.execute(
-                "UPDATE item_time SET active_seconds = active_seconds + ? WHERE visit_id = ?",
-                [active[1], active[0]])
-        return annotation_id
+        same = ("answer", "score") if note is None else ("answer", "score", "note")
+        return act.supersede("annotation", {
+            "annotator": annotator, "output_id": output_id, **key, "answer": answer,
+            "score": score, "note": note, "source": "app"}, same=same, previous=current)
 
 
 def submit(store: Store, annotator: str, output_id: str, *, slot: bool | None = None,
            now: datetime | None = None) -> None:
     """Mark the item done for this annotator (idempotent) and release the reservation.
 
-    ``slot``: first check the right to submit (:func:`annotation.work.routing.claim`: a stale
-    tab whose item went to someone else gets :class:`ItemTaken`, and the overlap is never
-    exceeded); None: whenever the store acts for a signed-in person (the app).
+    ``slot``: first check the right to submit (a stale tab whose item went to someone
+    else gets :class:`ItemTaken`, and the overlap is never exceeded); None: whenever the
+    store acts for a signed-in person (the app).
     """
-    with store.transaction(user=annotator) as conn:
-        if slot or (slot is None and store.guard is not None):
-            settings = get_settings(store)
-            claim(conn, TABLES, annotator, output_id, overlap=settings.overlap,
-                  minutes=settings.reservation_minutes, now=_now(now))
-        conn.execute(
-            "INSERT OR IGNORE INTO submissions (annotator, output_id, submitted_at)"
-            " VALUES (?, ?, ?)",
-            [annotator, output_id, now_iso()],
-        )
-        conn.execute(
-            "DELETE FROM reservations WHERE output_id = ? AND annotator = ?", [output_id, annotator]
-        )
-        _audit(conn, annotator, "item.submit", output_id)
+    ROUTER.submit(store, annotator, output_id, slot=slot, now=now)
 
 
 def is_submitted(store: Store, annotator: str, output_id: str) -> bool:
-    return (
-        store.conn.execute(
-            "SELECT 1 FROM submissions WHERE annotator = ? AND output_id = ?",
-            [annotator, output_id],
-        ).fetchone()
-        is not None
-    )
+    return ROUTER.is_submitted(store, annotator, output_id)
 
 
 def previous_item(store: Store, annotator: str, current: str | None) -> str | None:
     """The item submitted just before ``current`` (or the last submitted one)."""
-    done = [
-        r[0]
-        for r in store.conn.execute(
-            "SELECT output_id FROM submissions WHERE annotator = ? ORDER BY submitted_at, rowid",
-            [annotator],
-        )
-    ]
-    if current in done:
-        i = done.index(current)
-        return done[i - 1] if i > 0 else None
-    return done[-1] if done else None
+    return ROUTER.previous(store, annotator, current)
 
 
 # ------------------------------------------------------------------------ time, flags
 def start_visit(store: Store, annotator: str, output_id: str) -> int:
     """Open a visit of the item (its active time is added to it); return its id."""
-    with store.transaction(user=annotator) as conn:
-        cur = conn.execute(
-            "INSERT INTO item_time (annotator, output_id, started_at) VALUES (?, ?, ?)",
-            [annotator, output_id, now_iso()],
-        )
-        return int(cur.lastrowid or 0)
-
-
-def active_increment(last: float, now: float, cap: float = IDLE_CAP_SECONDS) -> float:
-    """Seconds of active time between two interactions: the gap, capped at ``cap`` so a
-    coffee break does not count (the convention of Label Studio's lead time)."""
-    return max(0.0, min(now - last, cap))
+    return ROUTER.start_visit(store, annotator, output_id)
 
 
 def add_active_time(store: Store, visit_id: int, seconds: float,
                     annotator: str | None = None) -> None:
     """Add ``seconds`` of active time to the visit (written for ``annotator``)."""
-    if seconds <= 0:
-        return
-    with store.transaction(user=annotator) as conn:
-        conn.execute(
-            "UPDATE item_time SET active_seconds = active_seconds + ? WHERE visit_id = ?",
-            [seconds, visit_id],
-        )
+    ROUTER.add_active_time(store, visit_id, seconds, annotator)
 
 
 def flag_item(
@@ -515,69 +329,39 @@ def flag_item(
 ) -> int:
     if reason not in FLAG_REASONS:
         raise ValueError(f"reason must be one of {', '.join(FLAG_REASONS)}")
-    with store.transaction(user=annotator) as conn:
-        cur = conn.execute(
-            "INSERT INTO flags (annotator, output_id, reason, question_id, note, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            [annotator, output_id, reason, question_id, note, now_iso()],
-        )
-        _audit(
-            conn,
-            annotator,
-            "item.flag",
-            output_id,
-            {"reason": reason, "note": note, "question_id": question_id},
-        )
-        return int(cur.lastrowid or 0)
+    return items.add_flag(store, annotator, output_id, reason, note, question_id)
 
 
 # ------------------------------------------------------------------------ progress
 def submission_counts(store: Store) -> dict[str, int]:
     """Distinct annotators who submitted each output."""
-    return dict(store.conn.execute(
-        "SELECT output_id, count(*) FROM submissions GROUP BY output_id").fetchall())
+    return ROUTER.submission_counts(store)
 
 
 def personal_progress(store: Store, annotator: str) -> tuple[int, int]:
     """(items this annotator submitted, items still open to them + submitted)."""
-    settings = get_settings(store)
-    eligible = list(eligible_outputs(store).output_id)
-    submitted = submission_counts(store)
-    mine = {
-        r[0]
-        for r in store.conn.execute(
-            "SELECT output_id FROM submissions WHERE annotator = ?", [annotator]
-        )
-    }
-    open_to_me = sum(
-        1 for o in eligible if o not in mine and submitted.get(o, 0) < settings.overlap
-    )
-    done = sum(1 for o in eligible if o in mine)
-    return done, done + open_to_me
+    return ROUTER.personal_progress(store, annotator)
 
 
 def overall_progress(store: Store) -> tuple[int, int]:
     """(submissions counted toward overlap, outputs x overlap) over the eligible outputs."""
-    settings = get_settings(store)
-    eligible = list(eligible_outputs(store).output_id)
-    submitted = submission_counts(store)
-    return (
-        sum(min(submitted.get(o, 0), settings.overlap) for o in eligible),
-        len(eligible) * settings.overlap,
-    )
+    return ROUTER.overall_progress(store)
+
+
+def _count(df: pd.DataFrame, by: str, name: str) -> pd.DataFrame:
+    return df.groupby(by).size().rename(name).reset_index()
 
 
 def progress_by_annotator(store: Store) -> pd.DataFrame:
     """Per annotator: items submitted, answers given, flags, median active seconds/item."""
-    subs = store.query_df("SELECT annotator, count(*) AS submitted FROM submissions GROUP BY 1")
-    answers = store.query_df(
-        "SELECT annotator, count(*) AS answers FROM current_annotations GROUP BY 1"
-    )
-    flags = store.query_df("SELECT annotator, count(*) AS flags FROM flags GROUP BY 1")
-    times = store.query_df(
-        "SELECT annotator, output_id, SUM(active_seconds) AS s FROM item_time GROUP BY 1, 2"
-    )
-    med = times.groupby("annotator")["s"].median().rename("median seconds/item").reset_index()
+    q = queues.reader(store, "annotate")
+    subs = _count(q.submissions_df().rename(columns={"person": "annotator"}), "annotator",
+                  "submitted")
+    answers = _count(answer_rows.current_df(store, "annotation"), "annotator", "answers")
+    flags = _count(items.flags_df(store), "annotator", "flags")
+    times = q.visit_seconds_df().rename(columns={"person": "annotator"})
+    med = times.groupby("annotator")["active_seconds"].median().rename(
+        "median seconds/item").reset_index()
     table = subs.merge(answers, how="outer", on="annotator")
     for extra in (flags, med):
         table = table.merge(extra, how="left", on="annotator")
@@ -589,8 +373,8 @@ def progress_by_generator(store: Store) -> pd.DataFrame:
     """Per generator: eligible outputs, outputs complete (overlap reached), submissions."""
     settings = get_settings(store)
     eligible = eligible_outputs(store)
-    subs = store.query_df("SELECT output_id, count(*) AS n FROM submissions GROUP BY 1")
-    merged = eligible.merge(subs, how="left", on="output_id").fillna({"n": 0})
+    counts = submission_counts(store)
+    merged = eligible.assign(n=[counts.get(o, 0) for o in eligible.output_id])
     merged["complete"] = merged["n"] >= settings.overlap
     table = (
         merged.groupby("generator")
@@ -601,7 +385,195 @@ def progress_by_generator(store: Store) -> pd.DataFrame:
 
 
 def flags_df(store: Store) -> pd.DataFrame:
-    return store.query_df(
-        "SELECT flag_id, created_at, annotator, output_id, reason, question_id, note"
-        " FROM flags ORDER BY flag_id DESC"
-    )
+    return items.flags_df(store)
+
+
+# ------------------------------------------------------------------------ the controller
+class AnnotationSession(Controller):
+    """The annotation page's controller: what each key press does, independent of
+    Streamlit (:class:`annotation.work.engine.Controller`). A stale tab writes nothing:
+    each answer carries the id of the answer row this tab showed (``expected``), and
+    answers and submissions need the right to the item; the session then reloads
+    (another tab's answer) or moves to the next item and leaves ``state["notice"]``."""
+
+    router = ROUTER
+    UNIT = "output_id"
+    PERSON = "annotator"
+
+    def __init__(self, store: Store, annotator: str, state: MutableMapping[str, Any],
+                 clock: Callable[[], float] = time.monotonic):
+        self._memo: dict[str, Any] = {}  # answers, targets, gate: valid until a write
+        super().__init__(store, annotator, state, clock)
+
+    @property
+    def annotator(self) -> str:
+        return self.person
+
+    # ------------------------------------------------------------------ the item
+    @property
+    def output_id(self) -> str | None:
+        return self.unit
+
+    def _opened(self) -> None:
+        self.state.pop("item", None)
+        self._memo.clear()
+
+    def _entered(self) -> None:
+        mine = self.answers()
+        all_targets = self.targets()
+        open_now = checklist.open_targets(
+            self.item.questions, self._criteria(), mine.answers, mine.scores
+        )
+        self.state["cursor"] = all_targets.index(open_now[0]) if open_now else 0
+
+    @property
+    def item(self) -> AnnotatorItem:
+        """The open item, loaded once per item (kept in ``state``)."""
+        item = self.state.get("item")
+        if item is None or item.output_id != self.output_id:
+            if self.output_id is None:
+                raise LookupError("no item")
+            item = self.state["item"] = load_item(self.store, self.output_id)
+        return item
+
+    def _criteria(self) -> list[str]:
+        return [c.name for c in self.item.criteria]
+
+    def targets(self) -> list[Target]:
+        if "targets" not in self._memo:
+            self._memo["targets"] = checklist.targets(self.item.questions, self._criteria())
+        return self._memo["targets"]
+
+    def answers(self) -> MyAnswers:
+        """This annotator's current answers on the open item (one query per change)."""
+        if "answers" not in self._memo:
+            self._memo["answers"] = my_answers(self.store, self.annotator,
+                                               self.output_id or "")
+        return self._memo["answers"]
+
+    @property
+    def cursor(self) -> int:
+        return int(self.state.get("cursor", 0))
+
+    @property
+    def current(self) -> Target | None:
+        all_targets = self.targets()
+        return all_targets[min(self.cursor, len(all_targets) - 1)] if all_targets else None
+
+    def applicable(self) -> dict[str, bool]:
+        if "gate" not in self._memo:
+            self._memo["gate"] = checklist.applicable(self.item.questions,
+                                                      self.answers().answers)
+        return self._memo["gate"]
+
+    def remaining(self) -> list[Target]:
+        """Applicable targets still without an answer."""
+        mine = self.answers()
+        return checklist.open_targets(
+            self.item.questions, self._criteria(), mine.answers, mine.scores
+        )
+
+    def complete(self) -> bool:
+        mine = self.answers()
+        return checklist.is_complete(
+            self.item.questions, self._criteria(), mine.answers, mine.scores
+        )
+
+    # ------------------------------------------------------------------ actions
+    def _write(self, **answer: Any) -> bool:
+        """One answer, its reservation renewal and active time: one transaction. False
+        when a stale tab's answer was refused (nothing written; see ``state["notice"]``)."""
+        key = str(answer.get("question_id") or answer.get("criterion"))
+        seen = self.answers().ids.get(key)  # the row this tab showed (None: no answer)
+        try:
+            give_answer(self.store, self.annotator, self.item.output_id,
+                        active=self._active(), expected=seen, slot=True, **answer)
+        except ChangedElsewhere as exc:  # the memo is cleared below: show what is stored now
+            self.state["notice"] = str(exc)
+            return False
+        except ItemTaken as exc:
+            self._memo.clear()
+            self._taken(exc)
+            return False
+        finally:
+            self._memo.clear()
+        return True
+
+    def answer(self, value: str) -> None:
+        """Y / N / U on the current question, then advance to the next open target."""
+        target = self.current
+        if target is None or not target.is_question or not self.applicable().get(target.key):
+            return
+        if self._write(question_id=target.key, answer=value):
+            self._advance()
+
+    def score(self, value: float) -> None:
+        """A digit on the current criterion (the page maps 0 to 10), then advance."""
+        target = self.current
+        if target is None or target.is_question:
+            return
+        crit = next(c for c in self.item.criteria if c.name == target.key)
+        if not crit.min <= value <= crit.max:
+            return
+        if self._write(criterion=target.key, score=value):
+            self._advance()
+
+    def answer_question(self, question_id: str, value: str) -> None:
+        """A click on a question's own Yes / No / Can't tell control (mouse path)."""
+        index = next((i for i, t in enumerate(self.targets()) if t.key == question_id), None)
+        if index is not None:
+            self.state["cursor"] = index
+            self.answer(value)
+
+    def note(self, text: str) -> None:
+        """Attach a note to the current answer (kept in the history like the answer)."""
+        target = self.current
+        mine = self.answers()
+        if target is None:
+            return
+        if target.is_question and target.key in mine.answers:
+            self._write(question_id=target.key, answer=mine.answers[target.key], note=text)
+        elif not target.is_question and target.key in mine.scores:
+            self._write(criterion=target.key, score=mine.scores[target.key], note=text)
+
+    def _advance(self) -> None:
+        mine = self.answers()
+        self.state["cursor"] = checklist.next_target(
+            self.targets(), self.cursor, self.item.questions, mine.answers, mine.scores
+        )
+
+    def move(self, delta: int) -> None:
+        """J / K: the next or previous applicable target (no wrap)."""
+        all_targets = self.targets()
+        gate = self.applicable()
+        i = self.cursor
+        while 0 <= i + delta < len(all_targets):
+            i += delta
+            t = all_targets[i]
+            if not t.is_question or gate.get(t.key, True):
+                self.state["cursor"] = i
+                return
+
+    def go_to(self, index: int) -> None:
+        if 0 <= index < len(self.targets()):
+            self.state["cursor"] = index
+
+    def submit(self) -> bool:
+        """Enter: submit a complete item and open the next one. False if incomplete, or
+        when the item went to someone else meanwhile (then the next one is open)."""
+        if self.output_id is None or not self.complete():
+            return False
+        return self._submit()
+
+    def flag(self, reason: str, note: str | None = None) -> int:
+        """F: flag the item (broken image, ambiguous question, other + note)."""
+        target = self.current
+        question = target.key if target is not None and target.is_question else None
+        return flag_item(
+            self.store,
+            self.annotator,
+            self.item.output_id,
+            reason,
+            note,
+            question if reason == "ambiguous_question" else None,
+        )

@@ -1,0 +1,169 @@
+"""The one append-only writer of human answers, for every kind of answer.
+
+A human answer is never updated or deleted: a changed answer is a new row whose
+``supersedes`` names the row it replaces, and the ``current_<table>`` view shows the rows
+no later row supersedes (the triggers and views are made by
+:func:`annotation.store.schema.append_only_sql`). Four kinds of answer live in four tables:
+
+* ``annotation``: a checklist answer or a rating (``annotations``; key: question or
+  criterion of one output);
+* ``reading``: a verifier's reading of a pre-label (``prelabel_readings``; key: image and
+  attribute of one task);
+* ``verdict``: a verifier's verdict on a conflict label (``conflict_verdicts``; key: the
+  conflict type of one task);
+* ``review``: a reviewer's localization of one failing instance of a diagnostic tree
+  (``tree_reviews``; key: the instance of one root output).
+
+:func:`supersede` is the writer; :func:`current` and :func:`current_rows` read the live
+rows. Each runs inside the caller's transaction (a connection of
+:meth:`annotation.store.Store.transaction`) or, for reads, on the store's connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from annotation.store import now_iso
+
+
+@dataclass(frozen=True)
+class AnswerKind:
+    """Where one kind of answer is kept: its table, row id, whose and on which unit it
+    is, and the columns that say which question of the unit it answers (``key``; with
+    ``nullable_key`` a missing key column is compared as ``''``)."""
+
+    table: str
+    row_id: str
+    person: str
+    unit: str
+    key: tuple[str, ...]
+    nullable_key: bool = False
+    #: a table whose ``(name, created_at)`` rows register the people who answered
+    registry: str | None = None
+
+
+ANSWER_KINDS: dict[str, AnswerKind] = {
+    "annotation": AnswerKind("annotations", "annotation_id", "annotator", "output_id",
+                             ("question_id", "criterion"), nullable_key=True,
+                             registry="annotators"),
+    "reading": AnswerKind("prelabel_readings", "reading_id", "verifier", "task_id",
+                          ("image_idx", "attribute")),
+    "verdict": AnswerKind("conflict_verdicts", "verdict_id", "verifier", "task_id",
+                          ("conflict",)),
+    "review": AnswerKind("tree_reviews", "review_id", "reviewer", "output_id",
+                         ("instance",)),
+}
+
+
+def _kind(kind: str | AnswerKind) -> AnswerKind:
+    return ANSWER_KINDS[kind] if isinstance(kind, str) else kind
+
+
+def _where_key(k: AnswerKind, key: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    if k.nullable_key:
+        clauses = [f"IFNULL({c}, '') = ?" for c in k.key]
+        params = [key.get(c) if key.get(c) is not None else "" for c in k.key]
+    else:
+        clauses = [f"{c} = ?" for c in k.key]
+        params = [key[c] for c in k.key]
+    return " AND ".join(clauses), params
+
+
+def current(conn: sqlite3.Connection, kind: str | AnswerKind, person: str, unit: str,
+            key: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The current row (as a dict) of ``person``'s answer to ``key`` on ``unit``, or None."""
+    k = _kind(kind)
+    where, params = _where_key(k, key)
+    cur = conn.execute(
+        f"SELECT * FROM current_{k.table} WHERE {k.person} = ? AND {k.unit} = ? AND {where}",
+        [person, unit, *params])
+    row = cur.fetchone()
+    if row is None:
+        return None
+    return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def _connection(source: Any) -> sqlite3.Connection:
+    """The connection of a :class:`annotation.store.Store`, or ``source`` itself."""
+    return getattr(source, "conn", source)
+
+
+def current_rows(source: Any, kind: str | AnswerKind, person: str,
+                 unit: str) -> list[dict[str, Any]]:
+    """Every current row of ``person`` on ``unit`` (never anyone else's), oldest first;
+    ``source``: a store or a connection."""
+    k = _kind(kind)
+    cur = _connection(source).execute(
+        f"SELECT * FROM current_{k.table} WHERE {k.person} = ? AND {k.unit} = ?"
+        f" ORDER BY {k.row_id}", [person, unit])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def has_answer(conn: sqlite3.Connection, kind: str | AnswerKind, person: str,
+               unit: str) -> bool:
+    """Whether ``person`` ever answered anything of this kind on ``unit``."""
+    k = _kind(kind)
+    return conn.execute(
+        f"SELECT 1 FROM {k.table} WHERE {k.person} = ? AND {k.unit} = ? LIMIT 1",
+        [person, unit]).fetchone() is not None
+
+
+def first_answers(conn: sqlite3.Connection, kind: str | AnswerKind,
+                  person: str) -> dict[str, str]:
+    """Per unit, when ``person`` first answered on it (their started units)."""
+    k = _kind(kind)
+    return dict(conn.execute(
+        f"SELECT {k.unit}, MIN(created_at) FROM {k.table} WHERE {k.person} = ?"
+        f" GROUP BY {k.unit}", [person]).fetchall())
+
+
+@dataclass(frozen=True)
+class Written:
+    """What :func:`supersede` did: the current row's id, whether a row was appended, and
+    the row it superseded (None for a first answer)."""
+
+    row_id: int
+    appended: bool
+    previous: dict[str, Any] | None
+
+
+def supersede(conn: sqlite3.Connection, kind: str | AnswerKind, row: Mapping[str, Any], *,
+              same: Sequence[str] | None = None,
+              previous: dict[str, Any] | None | bool = True) -> Written:
+    """Append ``row`` as ``row[person]``'s answer to its key on its unit, superseding the
+    current answer; nothing is ever updated or deleted.
+
+    ``same``: when the current answer already has ``row``'s values in these columns,
+    nothing is written (the current row's id is returned). ``previous``: the current row
+    when the caller has just read it (True: read it here). ``created_at`` defaults to now.
+    """
+    k = _kind(kind)
+    values = dict(row)
+    values.setdefault("created_at", now_iso())
+    old = (current(conn, k, values[k.person], values[k.unit], values) if previous is True
+           else previous or None)
+    if old is not None and same is not None and all(old[c] == values.get(c) for c in same):
+        return Written(int(old[k.row_id]), False, old)
+    if k.registry is not None:
+        conn.execute(f"INSERT OR IGNORE INTO {k.registry} (name, created_at) VALUES (?, ?)",
+                     [values[k.person], now_iso()])
+    values["supersedes"] = None if old is None else old[k.row_id]
+    columns = list(values)
+    cur = conn.execute(
+        f"INSERT INTO {k.table} ({', '.join(columns)})"
+        f" VALUES ({', '.join('?' for _ in columns)})", [values[c] for c in columns])
+    return Written(int(cur.lastrowid or 0), True, old)
+
+
+def current_df(source: Any, kind: str | AnswerKind) -> Any:
+    """Every current row of a kind, as a DataFrame in row order; ``source``: a store or a
+    connection."""
+    import pandas as pd
+
+    k = _kind(kind)
+    return pd.read_sql_query(f"SELECT * FROM current_{k.table} ORDER BY {k.row_id}",
+                             _connection(source))

@@ -1,0 +1,425 @@
+"""The one workflow engine: a router and a controller base that every workflow uses.
+
+A workflow (annotate outputs, verify conflict labels, review diagnostic trees, ...) is one
+module that gives a :class:`Router` its :class:`Kind`: what a unit is (the eligible units),
+which answer kinds mark a unit as started, and its settings; its controller subclasses
+:class:`Controller` and says what an answer is and when a unit is complete. Everything
+stored goes through :mod:`annotation.store.queue` and :mod:`annotation.store.answers`.
+
+**Routing** (in the spirit of Label Studio's and Prodigy's task routing with overlap):
+
+* **Overlap**: a unit is offered to a person who has not submitted it while fewer than
+  ``overlap`` others have submitted it or hold a live reservation on it.
+* **Order**: first the person's own unfinished unit (answers given, or a live reservation,
+  not submitted: resume on any machine, even after the reservation lapsed), unless others
+  filled its overlap meanwhile; then units others started (the most taken first, so
+  overlaps complete); then the person's own seeded order (:func:`personal_order`, a
+  per-person shuffle, so people do not all start with the same units).
+* **Reservations** expire ``reservation_minutes`` after the last activity; every answer
+  renews them; a submission and a sign-out release them. The choice and its reservation
+  are one ``BEGIN IMMEDIATE`` transaction, so two people asking at once cannot both take
+  the last open slot.
+* **Stale tabs** (:meth:`Router.claim`): answering and submitting need a live reservation,
+  or the person's own started unit while its overlap is not full; a unit the person has
+  submitted may be reviewed and changed at any time. Otherwise nothing is written and
+  :class:`ItemTaken` is raised; the check and the renewal happen in the write's own
+  transaction, so no unit ever gets more than ``overlap`` submissions.
+
+**Controllers** keep a plain dict ``state`` (Streamlit's session state) and write every
+change at once, so a reload, a closed tab or another machine resumes where the person was.
+Active time is the gap between two interactions, capped at :data:`IDLE_CAP_SECONDS`
+(:func:`active_increment`), added to the visit of the open unit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, Generic, TypeVar
+
+from annotation.store import Store
+from annotation.store import queue as queues
+
+IDLE_CAP_SECONDS = 120.0
+DEFAULT_RESERVATION_MINUTES = 30
+
+S = TypeVar("S")
+
+
+class StaleItem(RuntimeError):
+    """A tab acted on what it showed, and the project has moved on meanwhile; nothing
+    was written. The message is for the person."""
+
+
+class ItemTaken(StaleItem):
+    """The person's reservation lapsed and the unit cannot be theirs any more: without an
+    answer of theirs on it, or with its overlap filled by others."""
+
+
+class ChangedElsewhere(StaleItem):
+    """The answer changed (in another tab of the same person) since this tab showed it."""
+
+
+# ------------------------------------------------------------------------ pure rules
+def personal_order(units: Sequence[str], person: str, seed: int = 0,
+                   salt: str | None = None) -> list[str]:
+    """The person's own shuffle of the units, stable across sessions and machines: a
+    ``random.Random`` shuffle keyed by SHA-256 of ``"<salt>:<seed>:<person>"`` (without a
+    salt, ``"<seed>:<person>"``: the annotation workflow's key since schema 2)."""
+    text = f"{seed}:{person}" if salt is None else f"{salt}:{seed}:{person}"
+    key = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    order = list(units)
+    random.Random(key).shuffle(order)
+    return order
+
+
+def active_increment(last: float, now: float, cap: float = IDLE_CAP_SECONDS) -> float:
+    """Seconds of active time between two interactions: the gap, capped at ``cap`` so a
+    coffee break does not count (the convention of Label Studio's lead time)."""
+    return max(0.0, min(now - last, cap))
+
+
+def choose(units: Sequence[str], started: Sequence[str], submitted: dict[str, int],
+           others: dict[str, int], mine_done: set[str], overlap: int,
+           order: Sequence[str]) -> str | None:
+    """The routing rule on plain data: the first started unit still open (not done by
+    me, fewer than ``overlap`` others on it), else the open unit most taken by others,
+    ties by ``order``."""
+    eligible = set(units)
+    for u in started:
+        if u in eligible and u not in mine_done and submitted.get(u, 0) + others.get(u, 0) \
+                < overlap:
+            return u
+    rank = {u: i for i, u in enumerate(order)}
+    best = min(((-(submitted.get(u, 0) + others.get(u, 0)), rank[u], u) for u in units
+                if u not in mine_done and submitted.get(u, 0) + others.get(u, 0) < overlap),
+               default=None)
+    return None if best is None else best[2]
+
+
+def _now(now: datetime | None) -> datetime:
+    return now or datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="microseconds")
+
+
+# ------------------------------------------------------------------------ the router
+@dataclass(frozen=True)
+class Kind(Generic[S]):
+    """What the router needs to know of a workflow.
+
+    ``name``: the queue kind; ``units``: the eligible units in their stable order;
+    ``answers``: the answer kinds (:data:`annotation.store.answers.ANSWER_KINDS`) whose
+    first row marks a unit as started; ``settings``: a dataclass with ``overlap``,
+    ``reservation_minutes`` and ``seed``; ``salt`` of :func:`personal_order`; the audit
+    actions of a submission and a settings change."""
+
+    name: str
+    units: Callable[[Store], list[str]]
+    answers: tuple[str, ...]
+    settings: type[S]
+    salt: str | None
+    submit_action: str
+    settings_action: str
+
+
+class Router(Generic[S]):
+    """The one router: overlap, reservations with timeout and renewal, resume on any
+    machine, units others started first, a seeded personal order, the stale-tab claim,
+    previous unit and progress, for one :class:`Kind`."""
+
+    def __init__(self, kind: Kind[S]):
+        self.kind = kind
+
+    # ------------------------------------------------------------ settings
+    def settings(self, store: Store) -> S:
+        """The stored settings (unknown fields ignored, missing ones at their defaults)."""
+        raw = queues.reader(store, self.kind.name).settings()
+        names = {f.name for f in fields(self.kind.settings)}  # type: ignore[arg-type]
+        return self.kind.settings(**{k: v for k, v in raw.items() if k in names})
+
+    def set_settings(self, store: Store, actor: str, **changes: Any) -> S:
+        """Change the settings (``overlap`` and ``reservation_minutes`` at least 1); the
+        change goes to the audit log."""
+        settings = self.kind.settings(**(self.settings(store).__dict__ | changes))
+        if settings.overlap < 1 or settings.reservation_minutes < 1:  # type: ignore[attr-defined]
+            raise ValueError("overlap and reservation_minutes must be at least 1")
+        with queues.writing(store, self.kind.name, user=actor, role="admin") as q:
+            q.write_settings(settings.__dict__)
+            q.audit(actor, self.kind.settings_action, None, changes)
+        return settings
+
+    def order(self, units: Sequence[str], person: str, seed: int) -> list[str]:
+        """``person``'s own order of ``units`` (:func:`personal_order` with the kind's salt)."""
+        return personal_order(units, person, seed, self.kind.salt)
+
+    # ------------------------------------------------------------ choosing
+    def next(self, store: Store, person: str, now: datetime | None = None) -> str | None:
+        """Choose (and reserve) the unit ``person`` should work on now; None when done."""
+        moment = _now(now)
+        stamp = _iso(moment)
+        settings: Any = self.settings(store)
+        units = self.kind.units(store)
+        with queues.writing(store, self.kind.name, user=person) as q:
+            submitted = q.submission_counts()
+            mine_done = set(q.submitted(person))
+            others: dict[str, int] = {}
+            for unit, who in q.live_reservations(stamp):
+                if who != person:
+                    others[unit] = others.get(unit, 0) + 1
+            started = q.started(person, self.kind.answers, stamp)
+            choice = choose(units, started, submitted, others, mine_done, settings.overlap,
+                            self.order(units, person, settings.seed))
+            if choice is not None:
+                q.reserve(person, choice, stamp,
+                          _iso(moment + timedelta(minutes=settings.reservation_minutes)))
+        return choice
+
+    def claim(self, q: queues.Queue, person: str, unit: str, settings: Any,
+              now: datetime) -> None:
+        """Make sure ``person`` may still answer or submit ``unit`` now (inside ``q``'s
+        write transaction) and renew their reservation; raise :class:`ItemTaken` otherwise.
+
+        Allowed: a unit ``person`` already submitted (reviewing it changes answers, not the
+        overlap); else only while fewer than ``overlap`` others have submitted it or hold
+        a live reservation on it, and ``person`` holds a live reservation or has already
+        answered on it (their own started unit keeps its right to be finished after the
+        reservation lapsed, as long as nobody took the slot).
+        """
+        stamp = _iso(now)
+        if q.is_submitted(person, unit):
+            return
+        if not q.holds(person, unit, stamp) and not q.has_answered(person, unit,
+                                                                   self.kind.answers):
+            raise ItemTaken("Your reservation of this item had expired before your first "
+                            "answer (it may have gone to someone else): nothing was saved, "
+                            "and the page now shows the item that is yours.")
+        if q.others_taking(person, unit, stamp) >= settings.overlap:
+            raise ItemTaken("This item went to someone else while it was open here (your "
+                            "reservation had expired and enough people have it now). Your "
+                            "earlier answers are kept; the page now shows the item that is "
+                            "yours.")
+        q.reserve(person, unit, stamp,
+                  _iso(now + timedelta(minutes=settings.reservation_minutes)))
+
+    @contextmanager
+    def answering(self, store: Store, person: str, unit: str, *, slot: bool | None = None,
+                  now: datetime | None = None,
+                  active: tuple[int, float] | None = None) -> Iterator[Answering]:
+        """One answer's transaction: with ``slot`` (None: whenever the store acts for a
+        signed-in person, as in the app) first :meth:`claim` the unit, else just renew
+        the reservation; the caller writes through the yielded :class:`Answering`, and
+        ``active = (visit_id, seconds)`` is added when it appended a row."""
+        moment = _now(now)
+        settings: Any = self.settings(store)
+        with queues.writing(store, self.kind.name, user=person) as q:
+            if slot or (slot is None and store.guard is not None):
+                self.claim(q, person, unit, settings, moment)
+            else:
+                q.renew(person, unit,
+                        _iso(moment + timedelta(minutes=settings.reservation_minutes)))
+            act = Answering(q, person, unit, _iso(moment))
+            yield act
+            if act.appended and active is not None:
+                q.add_time(*active)
+
+    def submit(self, store: Store, person: str, unit: str, *, slot: bool | None = None,
+               now: datetime | None = None) -> None:
+        """Mark the unit done for ``person`` (idempotent), release the reservation, audit.
+        ``slot``: first :meth:`claim` the right to submit (a stale tab whose unit went to
+        someone else gets :class:`ItemTaken`); None: whenever the store acts for a
+        signed-in person."""
+        with queues.writing(store, self.kind.name, user=person) as q:
+            if slot or (slot is None and store.guard is not None):
+                self.claim(q, person, unit, self.settings(store), _now(now))
+            q.submit(person, unit)
+            q.audit(person, self.kind.submit_action, unit)
+
+    def release(self, store: Store, person: str, unit: str) -> None:
+        """Give a reservation back."""
+        with queues.writing(store, self.kind.name, user=person) as q:
+            q.release(person, unit)
+
+    # ------------------------------------------------------------ reading
+    def is_submitted(self, store: Store, person: str, unit: str) -> bool:
+        return queues.reader(store, self.kind.name).is_submitted(person, unit)
+
+    def previous(self, store: Store, person: str, current: str | None) -> str | None:
+        """The unit ``person`` submitted just before ``current`` (or their last one): where
+        the Back key goes."""
+        done = queues.reader(store, self.kind.name).submitted(person)
+        if current in done:
+            i = done.index(current)
+            return done[i - 1] if i > 0 else None
+        return done[-1] if done else None
+
+    def submission_counts(self, store: Store) -> dict[str, int]:
+        """Distinct people who submitted each unit."""
+        return queues.reader(store, self.kind.name).submission_counts()
+
+    def personal_progress(self, store: Store, person: str) -> tuple[int, int]:
+        """(units ``person`` submitted, those + the units still open to them)."""
+        overlap = self.settings(store).overlap  # type: ignore[attr-defined]
+        units = self.kind.units(store)
+        q = queues.reader(store, self.kind.name)
+        counts = q.submission_counts()
+        mine = set(q.submitted(person))
+        done = sum(1 for u in units if u in mine)
+        open_to_me = sum(1 for u in units if u not in mine and counts.get(u, 0) < overlap)
+        return done, done + open_to_me
+
+    def overall_progress(self, store: Store) -> tuple[int, int]:
+        """(submissions counted toward overlap, eligible units x overlap)."""
+        overlap = self.settings(store).overlap  # type: ignore[attr-defined]
+        units = self.kind.units(store)
+        counts = self.submission_counts(store)
+        return sum(min(counts.get(u, 0), overlap) for u in units), len(units) * overlap
+
+    # ------------------------------------------------------------ time
+    def start_visit(self, store: Store, person: str, unit: str) -> int:
+        """Open a visit of the unit (its active time is added to it); return its id."""
+        with queues.writing(store, self.kind.name, user=person) as q:
+            return q.start_visit(person, unit)
+
+    def add_active_time(self, store: Store, visit_id: int, seconds: float,
+                        person: str | None = None) -> None:
+        """Add ``seconds`` of active time to the visit (written for ``person``)."""
+        if seconds <= 0:
+            return
+        with queues.writing(store, self.kind.name, user=person) as q:
+            q.add_time(visit_id, seconds)
+
+
+class Answering:
+    """The write side of one answer's transaction (:meth:`Router.answering`): read the
+    current answer, append a new one through the one answer writer."""
+
+    def __init__(self, q: queues.Queue, person: str, unit: str, stamp: str):
+        self._q, self.person, self.unit, self.stamp = q, person, unit, stamp
+        self.appended = False
+
+    def current(self, kind: str, key: dict[str, Any]) -> dict[str, Any] | None:
+        return self._q.current_answer(kind, self.person, self.unit, key)
+
+    def supersede(self, kind: str, row: dict[str, Any], *, same: Sequence[str] | None,
+                  previous: dict[str, Any] | None | bool = True) -> int:
+        """Append ``row`` (person and unit added) superseding the current answer, unless
+        it equals it on ``same``; return the current row's id."""
+        written = self._q.supersede(kind, row, same=same, previous=previous)
+        self.appended = self.appended or written.appended
+        return written.row_id
+
+
+# ------------------------------------------------------------------------ the controller
+class Controller:
+    """The base of every workflow's page controller, independent of Streamlit.
+
+    ``state`` (a plain dict kept in ``st.session_state``) holds the open unit under
+    :attr:`UNIT`, whose it is under :attr:`PERSON`, ``reviewing`` (opened by Back), the
+    open visit (``visit_id``, ``last_ts``) and ``notice`` (a message for the page after a
+    stale tab was refused). Subclasses set :attr:`router` and say what an answer is and
+    when a unit is complete."""
+
+    router: ClassVar[Router[Any]]
+    UNIT: ClassVar[str] = "unit"
+    PERSON: ClassVar[str] = "person"
+
+    def __init__(self, store: Store, person: str, state: MutableMapping[str, Any],
+                 clock: Callable[[], float] = time.monotonic):
+        self.store = store
+        self.person = person
+        self.state = state
+        self.clock = clock
+        self._moved = False  # this interaction found the unit gone: do nothing more
+        if state.get(self.PERSON) != person:
+            state.clear()
+            state[self.PERSON] = person
+
+    # ------------------------------------------------------------ the unit
+    @property
+    def unit(self) -> str | None:
+        """The open unit (the router's choice when none is open yet); None when done."""
+        if self.UNIT not in self.state:
+            self._open(self.router.next(self.store, self.person))
+        return self.state[self.UNIT]
+
+    def _open(self, unit: str | None, reviewing: bool = False) -> None:
+        """Open ``unit`` (count the active time of the one before), start its visit."""
+        self._tick()
+        self.state[self.UNIT] = unit
+        self.state["reviewing"] = reviewing
+        self.state.pop("visit_id", None)
+        self._opened()
+        if unit is not None:
+            self.state["visit_id"] = self.router.start_visit(self.store, self.person, unit)
+            self.state["last_ts"] = self.clock()
+            self._entered()
+
+    def _opened(self) -> None:
+        """Hook: forget what was loaded of the previous unit."""
+
+    def _entered(self) -> None:
+        """Hook: the new unit is open (e.g. place a cursor)."""
+
+    def complete(self) -> bool:
+        """Whether the open unit has every answer it needs (each workflow says when)."""
+        raise NotImplementedError
+
+    def progress(self) -> tuple[int, int]:
+        """(units submitted, units submitted + still open to the person)."""
+        return self.router.personal_progress(self.store, self.person)
+
+    # ------------------------------------------------------------ active time
+    def _active(self) -> tuple[int, float] | None:
+        """(visit, active seconds since the last interaction), restarting the count."""
+        if self.state.get("visit_id") is None:
+            return None
+        now = self.clock()
+        seconds = active_increment(self.state.get("last_ts", now), now)
+        self.state["last_ts"] = now
+        return self.state["visit_id"], seconds
+
+    def _tick(self) -> None:
+        """Add the active time since the last interaction to the open visit."""
+        elapsed = self._active()
+        if elapsed is not None:
+            self.router.add_active_time(self.store, *elapsed, person=self.person)
+
+    # ------------------------------------------------------------ moving on
+    def _taken(self, exc: ItemTaken) -> None:
+        """A stale tab: the unit went to someone else. Say so and open the next one."""
+        self._moved = True
+        self.state["notice"] = str(exc)
+        self.state.pop("visit_id", None)
+        self._open(self.router.next(self.store, self.person))
+
+    def _submit(self) -> bool:
+        """Submit the open unit (checking the right to it) and open the next one; False
+        when it went to someone else meanwhile (then the next one is open)."""
+        unit = self.unit
+        if unit is None:
+            return False
+        self._tick()
+        try:
+            self.router.submit(self.store, self.person, unit, slot=True)
+        except ItemTaken as exc:
+            self._taken(exc)
+            return False
+        self._open(self.router.next(self.store, self.person))
+        return True
+
+    def back(self) -> bool:
+        """Reopen the previously submitted unit to review it (answers can be changed,
+        history kept); False when there is none."""
+        previous = self.router.previous(self.store, self.person, self.state.get(self.UNIT))
+        if previous is None:
+            return False
+        self._open(previous, reviewing=True)
+        return True
