@@ -23,8 +23,8 @@ def verdicts_df(store: Store, *, history: bool = False) -> pd.DataFrame:
     view = "conflict_verdicts" if history else "current_conflict_verdicts"
     extra = ", verdict_id, supersedes" if history else ""
     submitted = "" if history else (
-        " WHERE EXISTS (SELECT 1 FROM verify_submissions s WHERE s.verifier = v.verifier"
-        " AND s.task_id = v.task_id)")
+        " WHERE EXISTS (SELECT 1 FROM queue_submissions s WHERE s.kind = 'verify'"
+        " AND s.person = v.verifier AND s.unit = v.task_id)")
     return store.query_df(
         f"SELECT task_id, conflict, verifier, automatic, agrees, label, note, blind,"
         f" created_at{extra} FROM {view} v{submitted}"

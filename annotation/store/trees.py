@@ -23,8 +23,8 @@ def current_reviews_df(store: Store) -> pd.DataFrame:
     return store.query_df(
         "SELECT r.review_id, r.reviewer, r.output_id, o.task_id, o.generator, r.instance,"
         " r.origin, r.reason, r.box, r.note, r.created_at,"
-        " EXISTS (SELECT 1 FROM tree_submissions s WHERE s.reviewer = r.reviewer"
-        "   AND s.output_id = r.output_id) AS submitted"
+        " EXISTS (SELECT 1 FROM queue_submissions s WHERE s.kind = 'trees'"
+        "   AND s.person = r.reviewer AND s.unit = r.output_id) AS submitted"
         " FROM current_tree_reviews r JOIN outputs o ON o.output_id = r.output_id"
         " ORDER BY r.output_id, r.instance, r.reviewer")
 
@@ -32,7 +32,8 @@ def current_reviews_df(store: Store) -> pd.DataFrame:
 def submissions_by_reviewer_df(store: Store) -> pd.DataFrame:
     """Per reviewer: ``submitted``, the number of trees submitted."""
     return store.query_df(
-        "SELECT reviewer, count(*) AS submitted FROM tree_submissions GROUP BY 1")
+        "SELECT person AS reviewer, count(*) AS submitted FROM queue_submissions"
+        " WHERE kind = 'trees' GROUP BY 1")
 
 
 def reviews_by_reviewer_df(store: Store, *, persistent: str, not_a_failure: str
@@ -49,8 +50,10 @@ def reviews_by_reviewer_df(store: Store, *, persistent: str, not_a_failure: str
 
 
 def review_data_counts(store: Store) -> tuple[int, ...]:
-    """Rows of ``imports, judgments, outputs, tree_reviews`` (history included) and
-    ``tree_submissions``: what changes whenever the tree results may."""
-    return tuple(
-        int(store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-        for table in ("imports", "judgments", "outputs", "tree_reviews", "tree_submissions"))
+    """Rows of ``imports, judgments, outputs, tree_reviews`` (history included) and the
+    tree-review submissions: what changes whenever the tree results may."""
+    counts = [int(store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+              for table in ("imports", "judgments", "outputs", "tree_reviews")]
+    counts.append(int(store.conn.execute(
+        "SELECT count(*) FROM queue_submissions WHERE kind = 'trees'").fetchone()[0]))
+    return tuple(counts)
