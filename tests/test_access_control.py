@@ -24,22 +24,23 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account, make_image, write_jsonl
-from conflict_fixture import write_conflict_bundle
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
-from test_hostile_input import rendered_strings
 
 from annotation.accounts import auth
 from annotation.accounts.auth import User
 from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.store import Store
-from annotation.ui.app_state import current_user, sign_in
+from annotation.ui.app_state import current_user
 from annotation.ui.widget_keys import widget_key
 from annotation.work import verification as vf
 from annotation.work import workflow
 from annotation.work.verify_session import VerifySession
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import ensure_account, make_image, write_jsonl
+from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.test_hostile_input import rendered_strings
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -161,10 +162,7 @@ def project(tmp_path, monkeypatch) -> Path:
 
 
 def page_as(page: str, name: str, role: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / page) if page.startswith("pages/") else page,
-                           default_timeout=60)
-    sign_in(at.session_state, User(name, role))
-    return at
+    return signed_in(page, name, role)
 
 
 # ------------------------------------------------------------------ admin pages
@@ -378,6 +376,7 @@ def run_cli(args: list[str], stdin: str) -> subprocess.CompletedProcess:
                           cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_passwords_are_never_stored_shown_or_logged(tmp_path, monkeypatch, caplog):
     caplog.set_level(logging.DEBUG)
     db = tmp_path / "p.db"
@@ -429,6 +428,7 @@ def test_passwords_are_never_stored_shown_or_logged(tmp_path, monkeypatch, caplo
         assert password not in stored_hash
 
 
+@pytest.mark.slow
 def test_cli_user_add_refuses_a_short_password_and_never_echoes_it(tmp_path):
     db = tmp_path / "p.db"
     short = PASSWORDS["short"]
@@ -463,6 +463,7 @@ def test_cli_user_add_refuses_a_short_password_and_never_echoes_it(tmp_path):
 
 
 # ------------------------------------------------------------------ rate limiting
+@pytest.mark.slow
 def test_five_failed_sign_ins_lock_the_account_on_the_sign_in_page(project):
     password = "pw-ann-a-123"  # ensure_account's password
     for i in range(5):

@@ -8,9 +8,7 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
-from gating_reference import gated_answers
 
-from annotation.cli import main
 from annotation.results import analytics
 from annotation.results.ratings import ENSEMBLE, HUMAN_LOO
 from annotation.results.report import ReportOptions, build_report
@@ -18,12 +16,13 @@ from annotation.results.study import load_study
 from annotation.stats.agreement import majority, normalize_label
 from annotation.store import Store
 from annotation.work.workflow import give_answer
+from tests.helpers.gating_reference import gated_answers
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(tmp_path_factory, make_demo_db):
     db = tmp_path_factory.mktemp("analytics") / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     store = Store.open(db)
     study = load_study(store)
     tables = build_report(study, ReportOptions(n_boot=50, seed=3, by="generator"))
@@ -39,6 +38,7 @@ def _rating(ratings, judge, criterion, reference, group="all"):
 
 
 # ------------------------------------------------------------------------------ vif_table
+@pytest.mark.slow
 def test_vif_table_holds_the_ratings_numbers(demo):
     _, study, tables = demo
     ratings, vif = tables["ratings"], tables["vif_table"]
@@ -236,9 +236,9 @@ def test_csv_bytes_neutralizes_formulas():
     assert list(back.b) == [1.5, 2.0, 3.0, 4.0]
 
 
-def test_data_stamp_changes_with_an_answer(tmp_path):
+def test_data_stamp_changes_with_an_answer(tmp_path, make_demo_db):
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         before = analytics.data_stamp(store)
         assert analytics.data_stamp(store) == before

@@ -519,6 +519,7 @@ def test_oidc_configured_reads_the_auth_secrets(monkeypatch):
     assert auth.oidc_configured() is False
 
 
+@pytest.mark.slow
 def test_oidc_configured_with_a_real_secrets_file(tmp_path):
     """Streamlit's own secrets loader, in a process with its own working directory."""
     code = "from annotation.accounts.auth import oidc_configured; print(oidc_configured())"
@@ -671,6 +672,7 @@ def test_cli_asks_twice_on_a_terminal(tmp_path, monkeypatch, capsys):
         assert authenticate(store, "carol", "not this one") is None
 
 
+@pytest.mark.slow
 def test_cli_in_a_real_process(tmp_path):
     db = tmp_path / "p.db"
 

@@ -103,6 +103,7 @@ def test_serve_starts_the_app_on_the_demo_project(tmp_path):
         proc.wait(timeout=20)
 
 
+@pytest.mark.slow
 def test_console_script_is_installed():
     """The README's first command relies on the `judge-audit` entry point."""
     result = subprocess.run(["judge-audit", "--help"], capture_output=True, text=True,

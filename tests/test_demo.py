@@ -106,6 +106,7 @@ def data(demo: Path) -> dict:
 # ----------------------------------------------------------------- build properties
 
 
+@pytest.mark.slow
 def test_two_builds_are_byte_identical(builds: tuple[Path, Path]) -> None:
     a, b = builds
     ta, tb = tree(a), tree(b)

@@ -21,7 +21,18 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from bundles import (
+from google.protobuf.message import Message
+from streamlit.testing.v1 import AppTest
+
+from annotation.cli import main
+from annotation.formats.importers import import_path
+from annotation.records import ImportRefused
+from annotation.store import Store
+from annotation.ui.widget_keys import widget_key
+from annotation.work import workflow
+from annotation.work.verify_session import VerifySession
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import (
     db_checksum,
     ensure_account,
     make_image,
@@ -29,19 +40,7 @@ from bundles import (
     write_doc_example,
     write_jsonl,
 )
-from conflict_fixture import write_conflict_bundle
-from google.protobuf.message import Message
-from streamlit.testing.v1 import AppTest
-
-from annotation.accounts.auth import User
-from annotation.cli import main
-from annotation.formats.importers import import_path
-from annotation.records import ImportRefused
-from annotation.store import Store
-from annotation.ui.app_state import sign_in
-from annotation.ui.widget_keys import widget_key
-from annotation.work import workflow
-from annotation.work.verify_session import VerifySession
+from tests.helpers.conflict_fixture import write_conflict_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -217,8 +216,7 @@ def test_the_sweep_sees_an_unescaped_payload():
 # ------------------------------------------------------------------ pages
 def test_annotate_page_renders_every_hostile_field_inert(hostile_db):
     ensure_account(hostile_db, "viewer")
-    at = AppTest.from_file(str(ROOT / "pages" / "annotate.py"), default_timeout=60)
-    sign_in(at.session_state, User("viewer", "annotator"))
+    at = signed_in(str(ROOT / "pages" / "annotate.py"), "viewer")
     at.run()
     assert not at.exception
     assert at.title[0].value == "Before you start"  # the guidelines first
@@ -253,10 +251,10 @@ def test_annotate_page_renders_every_hostile_field_inert(hostile_db):
         assert list(workflow.flags_df(store).note) == [NOTE]
 
 
+@pytest.mark.slow
 def test_analytics_drilldown_renders_hostile_text_inert(hostile_db):
     ensure_account(hostile_db, "admin", "admin")
-    at = AppTest.from_file(str(ROOT / "pages" / "analytics.py"), default_timeout=120)
-    sign_in(at.session_state, User("admin", "admin"))
+    at = signed_in(str(ROOT / "pages" / "analytics.py"), "admin", "admin", timeout=120)
     at.session_state["an_n_boot"] = 20
     at.run()
     assert not at.exception
@@ -277,8 +275,7 @@ def test_analytics_drilldown_renders_hostile_text_inert(hostile_db):
 
 def test_overview_and_sign_in_pages_render_project_texts_inert(hostile_db):
     ensure_account(hostile_db, "admin", "admin")
-    at = AppTest.from_file(str(ROOT / "pages" / "home.py"), default_timeout=60)
-    sign_in(at.session_state, User("admin", "admin"))
+    at = signed_in(str(ROOT / "pages" / "home.py"), "admin", "admin")
     at.run()
     assert not at.exception
     assert markup_leaks(at) == []
@@ -307,8 +304,7 @@ def test_conflicts_page_renders_hostile_text_inert_except_image_captions(tmp_pat
         import_path(store, hostile_conflict_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     ensure_account(db, "verifier")
-    at = AppTest.from_file(str(ROOT / "pages" / "conflicts.py"), default_timeout=60)
-    sign_in(at.session_state, User("verifier", "annotator"))
+    at = signed_in(str(ROOT / "pages" / "conflicts.py"), "verifier")
     at.run()
     assert not at.exception
     assert "IMGLABEL" in shown_fields(at)
@@ -323,8 +319,7 @@ def test_conflicts_page_image_captions_are_escaped(tmp_path, monkeypatch):
         import_path(store, hostile_conflict_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     ensure_account(db, "verifier")
-    at = AppTest.from_file(str(ROOT / "pages" / "conflicts.py"), default_timeout=60)
-    sign_in(at.session_state, User("verifier", "annotator"))
+    at = signed_in(str(ROOT / "pages" / "conflicts.py"), "verifier")
     at.run()
     assert markup_leaks(at) == []
 
@@ -410,6 +405,7 @@ def _negative_numbers(path: Path) -> list[str]:
                 if c.startswith("-") and c[1:2].isdigit()]
 
 
+@pytest.mark.slow
 def test_report_csvs_neutralize_formulas_and_keep_numbers(tmp_path):
     db = tmp_path / "p.db"
     with Store.open(db) as store:

@@ -16,13 +16,13 @@ import io
 from collections.abc import Iterator
 
 import pytest
-from bundles import read_jsonl, write_doc_example, write_jsonl
 from PIL import Image, ImageDraw, ImageFile, JpegImagePlugin
 
 from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
 from annotation.ui import render
+from tests.helpers.bundles import read_jsonl, write_doc_example, write_jsonl
 
 SIZE = (3000, 2000)  # 6 Mpx: large against every display size, quick to make
 

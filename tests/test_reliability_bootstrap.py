@@ -13,11 +13,11 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-from expanded import tails
-from test_reliability_ac1 import make_study
 
 from annotation.results.reliability import CHECKLIST, reliability_table
 from annotation.stats.reliability import alpha_bootstrap, alpha_table
+from tests.helpers.expanded import tails
+from tests.test_reliability_ac1 import make_study
 
 
 def checklist_units(rng: np.random.Generator, n_outputs: int, n_questions: int,

@@ -16,12 +16,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from expanded import tails
-from test_reliability_ac1 import criterion, long_scores, make_study
 
 from annotation.results.reliability import reliability_table
 from annotation.stats import reliability as rel
 from annotation.stats.reliability import alpha_table, icc
+from tests.helpers.expanded import tails
+from tests.test_reliability_ac1 import criterion, long_scores, make_study
 
 
 def simulate(rng: np.random.Generator, n_items: int, n_raters: int, per_item: int | None,

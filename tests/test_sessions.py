@@ -24,21 +24,21 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from bundles import db_checksum, ensure_account
-from conflict_fixture import write_conflict_bundle
 from streamlit.testing.v1 import AppTest
-from test_access_control import answer_everything, write_secret_bundle
-from tree_fixture import write_tree_bundle
 
 from annotation.accounts import auth
 from annotation.accounts.auth import User
 from annotation.formats.importers import import_path
 from annotation.store import Store
-from annotation.ui.app_state import sign_in
 from annotation.work import routing, workflow
 from annotation.work import tree_review as tr
 from annotation.work import verification as vf
 from annotation.work.session import AnnotationSession
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import db_checksum, ensure_account
+from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.helpers.tree_fixture import write_tree_bundle
+from tests.test_access_control import answer_everything, write_secret_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 PW = "tulip orbit cactus ninety"
@@ -108,8 +108,7 @@ def page_as(page: str, name: str) -> AppTest:
     """``page`` in a new browser session where ``name`` (with its role) is signed in."""
     with Store.open(Path(os.environ["JUDGE_AUDIT_DB"])) as store:
         account = auth.get_user(store, name)
-    at = AppTest.from_file(str(ROOT / page), default_timeout=60)
-    sign_in(at.session_state, User(name, account.role))
+    at = signed_in(str(ROOT / page), name, account.role)
     return at
 
 

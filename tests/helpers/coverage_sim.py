@@ -972,6 +972,8 @@ def _preimport(log: Callable[[str], object]) -> None:
 
     package = importlib.import_module("annotation")
     for info in pkgutil.walk_packages(package.__path__, "annotation."):
+        if info.name.rsplit(".", 1)[-1] == "__main__":  # runs the CLI when imported
+            continue
         try:
             importlib.import_module(info.name)
         except Exception as exc:  # unrelated or mid-edit: the builders will tell
