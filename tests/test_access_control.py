@@ -173,6 +173,7 @@ def assert_refused(at: AppTest) -> None:
     assert not at.dataframe and not at.metric and not at.title
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ADMIN_PAGES)
 def test_an_annotator_opening_an_admin_page_is_refused(project, page):
     at = page_as(page, "ann-a", "annotator").run()
@@ -192,6 +193,7 @@ def test_a_signed_out_visitor_opening_an_admin_page_sees_only_the_sign_in_reques
     assert elements(at) == ["Error"]
 
 
+@pytest.mark.slow
 def test_the_app_offers_no_admin_page_to_an_annotator(project):
     at = page_as(APP, "ann-a", "annotator").run()
     assert not at.exception
@@ -208,6 +210,7 @@ def test_the_app_offers_no_admin_page_to_an_annotator(project):
             at.switch_page(page)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ADMIN_PAGES)
 def test_an_annotator_asking_for_an_admin_url_is_refused(project, page):
     """What a browser sends for ``http://host/<page>``: the hash of the page's URL path."""
@@ -224,6 +227,7 @@ def test_an_annotator_asking_for_an_admin_url_is_refused(project, page):
     assert ADMIN_ONLY not in [e.value for e in admin.error]
 
 
+@pytest.mark.slow
 def test_an_admin_demoted_mid_session_is_signed_out_at_the_next_click(project):
     at = page_as("pages/assignment.py", "boss", "admin")
     at.run()
@@ -264,6 +268,7 @@ def answer_everything(at: AppTest) -> None:
     raise AssertionError("the item never became complete")
 
 
+@pytest.mark.slow
 def test_an_annotator_sees_no_other_answers_no_judge_and_no_generator(project):
     secrets = secrets_of(project)
     at = page_as("pages/annotate.py", "ann-a", "annotator")
@@ -572,6 +577,7 @@ def test_a_new_project_is_readable_by_its_owner_only(tmp_path, example_bundle):
         os.umask(old)
 
 
+@pytest.mark.slow
 def test_the_cli_creates_private_project_files(tmp_path, example_bundle):
     db = tmp_path / "cli.db"
     result = run_cli(["user", "add", "root", "--role", "admin", "--db", str(db)],

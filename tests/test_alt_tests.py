@@ -327,6 +327,7 @@ def test_checklist_unanswered_fail_scores_the_missing_outputs_as_failed() -> Non
 # ------------------------------------------------------------- shapes and one run
 
 
+@pytest.mark.slow
 def test_columns_rows_and_one_run_on_the_demo_project(tmp_path, make_demo_db) -> None:
     db = tmp_path / "demo.db"
     make_demo_db(db)

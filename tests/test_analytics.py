@@ -63,6 +63,7 @@ def test_vif_table_holds_the_ratings_numbers(demo):
                 assert (pd.isna(expected) and pd.isna(got)) or expected == got
 
 
+@pytest.mark.slow
 def test_vif_view_reference_group_labels_and_intervals(demo):
     _, _, tables = demo
     ratings, vif = tables["ratings"], tables["vif_table"]
@@ -105,6 +106,7 @@ def test_abbreviate_fits_long_labels_only():
 
 
 # ------------------------------------------------------------------------------ trace_table
+@pytest.mark.slow
 def test_trace_view_shows_the_trace_table(demo):
     _, study, tables = demo
     trace, checklist = tables["trace_table"], tables["checklist"]
@@ -127,6 +129,7 @@ def test_trace_view_shows_the_trace_table(demo):
 
 
 # ------------------------------------------------------------------------------ confusion
+@pytest.mark.slow
 def test_confusion_cells_add_up_to_the_decisions(demo):
     _, study, tables = demo
     checklist = tables["checklist"]
@@ -158,6 +161,7 @@ def test_confusion_cells_add_up_to_the_decisions(demo):
 
 
 # ------------------------------------------------------------------------------ drill-down
+@pytest.mark.slow
 def test_rating_disagreements_sorted_by_distance_from_the_humans(demo):
     _, study, _ = demo
     table = analytics.disagreements(study, "qwen3-vl", "visual_quality", limit=None)
@@ -182,6 +186,7 @@ def test_rating_disagreements_sorted_by_distance_from_the_humans(demo):
     assert (np.diff(average.gap.abs().to_numpy()) <= 0).all()
 
 
+@pytest.mark.slow
 def test_checklist_disagreements_add_up_to_the_checklist_table(demo):
     _, study, tables = demo
     checklist = tables["checklist"]
@@ -202,6 +207,7 @@ def test_checklist_disagreements_add_up_to_the_checklist_table(demo):
         assert side.question_id.str.endswith("." + short).any()
 
 
+@pytest.mark.slow
 def test_item_answers_and_raw_text(demo):
     store, study, _ = demo
     output_id = study.judge_scores.output_id.iloc[0]

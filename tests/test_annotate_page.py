@@ -103,6 +103,7 @@ def complete_by_shortcut_buttons(at: AppTest) -> None:
     raise AssertionError("the item never became complete")
 
 
+@pytest.mark.slow
 def test_sign_in_form_then_guidelines_first(db):
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert at.title[0].value == "judge-audit"
@@ -152,6 +153,7 @@ def test_complete_an_item_with_the_shortcut_buttons(db):
     assert task_id(at) != first or at.session_state["annotate"]["output_id"] != output_before
 
 
+@pytest.mark.slow
 def test_reload_resumes_at_the_first_unfinished_item(db):
     at = annotate_as("alice")
     output = at.session_state["annotate"]["output_id"]
@@ -164,6 +166,7 @@ def test_reload_resumes_at_the_first_unfinished_item(db):
     assert current_text(again) == expected
 
 
+@pytest.mark.slow
 def test_changing_an_answer_keeps_the_history(db):
     at = annotate_as("alice")
     output = at.session_state["annotate"]["output_id"]
@@ -181,6 +184,7 @@ def test_changing_an_answer_keeps_the_history(db):
         assert list(current[current.annotator == "alice"].answer) == ["no"]
 
 
+@pytest.mark.slow
 def test_dependency_gating_on_the_page(db):
     with Store.open(db) as store:
         row = store.query_df(
@@ -217,6 +221,7 @@ def test_dependency_gating_on_the_page(db):
                or row.text[:20] in g.replace("\\", "") for g in gated), gated
 
 
+@pytest.mark.slow
 def test_two_annotators_overlap_and_reservations(fresh_db):
     with Store.open(fresh_db) as store:
         workflow.set_settings(store, "admin", overlap=1)
@@ -255,6 +260,7 @@ def test_signed_out_visitor_sees_only_the_sign_in(db):
     assert not at.button
 
 
+@pytest.mark.slow
 def test_no_judge_output_pass_answer_or_generator_on_the_page(db):
     at = annotate_as("alice")
     output = at.session_state["annotate"]["output_id"]

@@ -468,6 +468,7 @@ def test_demo_accounts_keep_an_existing_account(store):
     assert authenticate(store, "admin", "my own admin password") is not None
 
 
+@pytest.mark.slow
 def test_the_demo_project_has_the_demo_accounts(tmp_path):
     db = tmp_path / "demo.db"
     assert main(["demo", "--db", str(db), "--quiet"]) == 0

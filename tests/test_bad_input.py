@@ -256,6 +256,7 @@ def test_symlink_in_zip_is_refused(tmp_path, example_bundle):
     assert "symbolic links are not allowed" in str(refused.value)
 
 
+@pytest.mark.slow
 def test_zip_bomb_member_is_refused(tmp_path, example_bundle):
     def add_bomb(zf: zipfile.ZipFile) -> None:
         zf.writestr(zipfile.ZipInfo("padding.bin"), b"\0" * (64 * 1024 * 1024),

@@ -95,6 +95,7 @@ def test_export_then_import_reproduces_the_same_content(store, example_bundle, t
         assert (out / name).read_bytes() == (out2 / name).read_bytes(), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["demo", "vif-release"])
 def test_round_trip_of_the_demo_and_a_vif_release(source, tmp_path):
     """Export of another format's import, re-imported, gives the same content."""

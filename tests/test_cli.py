@@ -50,6 +50,7 @@ def test_import_of_an_unknown_folder(tmp_path, capsys):
     assert "not a judge-audit bundle" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_builds_a_complete_project(tmp_path, capsys):
     db = tmp_path / "demo.db"
     assert main(["demo", "--db", str(db), "--quiet"]) == 0

@@ -167,6 +167,7 @@ def test_report_csvs(hostile_db, tmp_path):
     assert_neutral(csv_files(out), ["'-judge-x", "'+metric-y"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["hostile", "conflicts", "trees"])
 def test_history_csv(which, hostile_db, conflict_db, tree_db, tmp_path):
     db = {"hostile": hostile_db, "conflicts": conflict_db, "trees": tree_db}[which]

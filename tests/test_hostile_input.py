@@ -196,6 +196,7 @@ def shown_fields(at: AppTest) -> set[str]:
     return {p for p in prefixes if any(p + " " in t and "alert(1)" in t for t in texts)}
 
 
+@pytest.mark.slow
 def test_the_sweep_sees_an_unescaped_payload():
     """The checker itself: raw markup in a caption is a leak, the same text escaped is not."""
     from annotation.ui.widgets import inert, safe_markdown
@@ -214,6 +215,7 @@ def test_the_sweep_sees_an_unescaped_payload():
 
 
 # ------------------------------------------------------------------ pages
+@pytest.mark.slow
 def test_annotate_page_renders_every_hostile_field_inert(hostile_db):
     ensure_account(hostile_db, "viewer")
     at = signed_in(str(ROOT / "pages" / "annotate.py"), "viewer")
@@ -273,6 +275,7 @@ def test_analytics_drilldown_renders_hostile_text_inert(hostile_db):
     assert "-RAWQ" in shown_fields(at)
 
 
+@pytest.mark.slow
 def test_overview_and_sign_in_pages_render_project_texts_inert(hostile_db):
     ensure_account(hostile_db, "admin", "admin")
     at = signed_in(str(ROOT / "pages" / "home.py"), "admin", "admin")
@@ -328,6 +331,7 @@ def test_conflicts_page_image_captions_are_escaped(tmp_path, monkeypatch):
 HUNDRED_MB = 100_000_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "line", "field", "anchor"), [
     ("tasks.jsonl", 1, "instruction", '"instruction": "'),
     ("judgments.jsonl", 2, "raw", '"raw": "'),
@@ -360,6 +364,7 @@ def test_a_100_mb_text_field_is_refused_with_its_place(tmp_path, example_bundle,
     assert db_checksum(db) == before
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_100_mb_field_in_bundle_json(tmp_path, example_bundle, capsys):
     header = json.loads((example_bundle / "bundle.json").read_text())
     header["guidelines"] = "y" * HUNDRED_MB
@@ -489,6 +494,7 @@ def test_analytics_csv_downloads_neutralize_column_names():
     assert "'=cmd()" in header.splitlines()[0]
 
 
+@pytest.mark.slow
 def test_html_payload_in_the_sign_in_name_is_not_rendered(hostile_db):
     at = AppTest.from_file(str(ROOT / "pages" / "login.py"), default_timeout=60).run()
     at.text_input[0].input(PAYLOAD)

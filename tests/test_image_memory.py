@@ -94,6 +94,7 @@ def full_size_work(monkeypatch) -> list[str]:
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["RGB", "RGBA", "LA", "P", "L", "JPEG"])
 @pytest.mark.parametrize("side", [render.STRIP_SIZE, render.LARGE_SIZE, render.ENLARGE_SIZE])
 def test_serving_a_large_image_makes_no_full_size_copy(project, full_size_work, mode, side):

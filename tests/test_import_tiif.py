@@ -127,6 +127,7 @@ def test_real_counts(real: ProjectData, results: list[tuple]) -> None:
     assert counts["judgments"] == sum(expected_judgments.values())
 
 
+@pytest.mark.slow
 @needs_fixture
 @pytest.mark.parametrize("dim", ["style", "real_world"])
 def test_line_idx_indexes_full_test_file(real: ProjectData, results: list[tuple], dim: str) -> None:
@@ -149,6 +150,7 @@ def test_line_idx_indexes_full_test_file(real: ProjectData, results: list[tuple]
         assert all(t.meta["corrspond_idx"] == t.meta["line_idx"] for t in tasks)
 
 
+@pytest.mark.slow
 @needs_fixture
 def test_questions_stripped_and_pass_answers_lowercased(real: ProjectData) -> None:
     """Questions are stripped and expected answers lowercased, one checklist per prompt."""
@@ -173,6 +175,7 @@ def test_questions_stripped_and_pass_answers_lowercased(real: ProjectData) -> No
     assert saw_trailing and saw_mixed_case
 
 
+@pytest.mark.slow
 @needs_fixture
 def test_duplicated_prompt_text_gives_distinct_tasks() -> None:
     """Prompts are keyed by line index, so a repeated prompt text gives two tasks."""
@@ -195,6 +198,7 @@ def test_duplicated_prompt_text_gives_distinct_tasks() -> None:
     assert len({t.task_id for t in project.tasks}) == len(project.tasks) == 2 * 2538
 
 
+@pytest.mark.slow
 @needs_fixture
 def test_splits(real: ProjectData) -> None:
     """``testmini`` gives the same tasks as the results; an unknown split is refused."""
@@ -205,6 +209,7 @@ def test_splits(real: ProjectData) -> None:
         tiif.read(FIXTURE, split="train")
 
 
+@pytest.mark.slow
 @needs_fixture
 def test_judgments_match_files(real: ProjectData, results: list[tuple]) -> None:
     """Each judgment carries the file's answer and its line of ``model_output``."""

@@ -268,6 +268,7 @@ def _count(img: Image.Image, rgb: tuple[int, int, int], tol: int = 12) -> int:
     return len(_where(img, rgb, tol))
 
 
+@pytest.mark.slow
 def test_visual_instructions_are_drawn_from_the_task_meta(store, example_bundle, tmp_path):
     edit_task(example_bundle, _spec_task)
     import_path(store, example_bundle)

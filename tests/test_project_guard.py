@@ -246,6 +246,7 @@ def test_an_import_source_that_reaches_a_project_file_is_refused_before_opening_
     project.assert_intact()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", ["the database", "a hard link to the database",
                                     "the project's folder as a bundle naming the database",
                                     "a TIIF-Bench prompt file linked to the database"])
@@ -317,6 +318,7 @@ def test_an_uploaded_zip_opens_no_project_file(project: Project, monkeypatch, tm
     project.assert_intact()
 
 
+@pytest.mark.slow
 def test_a_served_project_refuses_every_ordinary_open_of_its_database(project: Project):
     """Layer 3: once the app guards its store (annotation.store.guard.protect, called by
     app_state.open_store), no code of the process can open the database, -wal or -shm with

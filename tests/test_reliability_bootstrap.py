@@ -82,6 +82,7 @@ def test_cluster_bootstrap_equals_package_on_rebuilt_data_same_draws(level):
                                              abs=1e-10)
 
 
+@pytest.mark.slow
 def test_cluster_bootstrap_agrees_with_independent_naive_bootstrap():
     """Own draws (numpy choice of outputs), 2000 resamples each: SD and quantiles agree."""
     rng = np.random.default_rng(33)

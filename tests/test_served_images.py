@@ -155,6 +155,7 @@ def test_the_checker_finds_every_trace_in_the_imported_files(hostile_db):
         assert expected in found, (expected, found)
 
 
+@pytest.mark.slow
 def test_every_view_of_the_annotate_page_sends_pixels_only(hostile_db, media):
     at = page_as("annotate.py", "ann", hostile_db)
     at.run()
@@ -193,6 +194,7 @@ def test_every_view_of_the_annotate_page_sends_pixels_only(hostile_db, media):
     assert str(hostile_db.parent) not in strings and "_media" not in strings
 
 
+@pytest.mark.slow
 def test_every_stored_image_at_every_size_is_pixels_only(hostile_db):
     """The one function every page uses, on every stored image (small ones included: a
     300x300 RGBA PNG with HTML after IEND was served as stored before), at every size a

@@ -170,6 +170,7 @@ def test_annotate_the_next_answer_after_the_change_writes_nothing(project, name,
         assert len(mine(store, name)) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "change"), CHANGES)
 def test_annotate_the_submission_after_the_change_writes_nothing(project, name, change):
     at = page_as("pages/annotate.py", name)
@@ -186,6 +187,7 @@ def test_annotate_the_submission_after_the_change_writes_nothing(project, name, 
                                       [name]).fetchone()
 
 
+@pytest.mark.slow
 def test_annotate_a_flag_after_disabling_writes_nothing(project):
     at = page_as("pages/annotate.py", "ann-a")
     at.session_state["annotate"] = {"annotator": "ann-a", "guidelines_seen": True}
@@ -204,6 +206,7 @@ def verdict_buttons(at: AppTest) -> list:
                                                         "No conflict"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "change"), CHANGES)
 def test_verify_the_next_verdict_after_the_change_writes_nothing(verify_db, name, change):
     at = page_as("pages/conflicts.py", name).run()
@@ -221,6 +224,7 @@ def test_verify_the_next_verdict_after_the_change_writes_nothing(verify_db, name
     assert_signed_out(at)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "change"), CHANGES)
 def test_verify_a_changed_reading_after_the_change_writes_nothing(verify_db, name, change):
     at = page_as("pages/conflicts.py", name).run()
@@ -237,6 +241,7 @@ def test_verify_a_changed_reading_after_the_change_writes_nothing(verify_db, nam
     assert_signed_out(at)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "change"), CHANGES)
 def test_trees_the_next_review_after_the_change_writes_nothing(tree_db, name, change):
     at = page_as("pages/trees.py", name).run()
@@ -521,6 +526,7 @@ def test_two_tabs_of_one_annotator_never_silently_replace_an_answer(fresh):
         assert list(history[history.question_id == question].answer) == ["yes", "no"]
 
 
+@pytest.mark.slow
 def test_two_tabs_in_the_app(fresh):
     """Two AppTest instances of one annotator on the same item: the second tab's click on
     what it showed is refused and the tab shows the current answer."""

@@ -278,6 +278,7 @@ TREE_CASES: list[tuple[str, bool, Callable, str]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("explicit", "change", "expected"),
                          [case[1:] for case in TREE_CASES], ids=[c[0] for c in TREE_CASES])
 def test_a_bad_tree_is_refused_at_its_field(tmp_path, loaded_db, explicit, change, expected):

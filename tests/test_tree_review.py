@@ -141,6 +141,7 @@ def review_as(name: str) -> AppTest:
     return at.run()
 
 
+@pytest.mark.slow
 def test_page_hides_the_automatic_localization_until_answered(tdb):
     at = review_as("rev1")
     assert not at.exception

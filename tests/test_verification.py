@@ -233,6 +233,7 @@ def test_page_correction_is_stored_with_the_corrected_label_and_note(vdb):
     assert "Verified label" in all_text(at)
 
 
+@pytest.mark.slow
 def test_page_resumes_the_same_task_with_the_readings_given(vdb):
     at = verify_as("ann1")
     task = page_task(at)
@@ -247,6 +248,7 @@ def test_page_resumes_the_same_task_with_the_readings_given(vdb):
     assert len(chosen) == 1
 
 
+@pytest.mark.slow
 def test_page_submits_every_task_then_says_done(vdb):
     at = verify_as("ann1")
     seen = []

@@ -96,6 +96,7 @@ def test_annotate_page_keys_and_ids_reveal_no_generator(demo_db, monkeypatch):
     assert leaks(ids_and_keys(at), secrets) == []
 
 
+@pytest.mark.slow
 def test_annotate_keys_differ_between_sessions_and_hold_across_reruns(demo_db, monkeypatch):
     """Per-session secrets: two sessions on the same item get different keys; one session
     keeps its keys from run to run (so widget state survives reruns)."""
@@ -128,6 +129,7 @@ def test_conflicts_page_keys_and_ids_reveal_no_generator(demo_db, monkeypatch):
     assert leaks(ids_and_keys(at), secrets) == []
 
 
+@pytest.mark.slow
 def test_trees_page_keys_and_ids_reveal_no_generator(demo_db, monkeypatch):
     secrets = secrets_of(demo_db)
     at = page(demo_db, "keys-reviewer", "trees.py", monkeypatch).run()

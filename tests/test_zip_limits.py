@@ -145,6 +145,7 @@ def test_300_members_of_10_mib_are_refused_before_extraction(tmp_path, example, 
     assert list(dest.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_the_bomb_without_writing_a_big_file(tmp_path, example):
     archive = bomb_zip(tmp_path, example)
     db = new_db(tmp_path / "p.db")
@@ -200,6 +201,7 @@ def test_100000_members_are_refused_before_the_directory_is_parsed(tmp_path, exa
     assert done.returncode == 1 and "100,009 members, more than the limit" in done.stderr
 
 
+@pytest.mark.slow
 def test_an_end_record_that_understates_the_members_is_caught_after_parsing(tmp_path, example,
                                                                           extraction):
     members = bundle_members(example)
@@ -262,6 +264,7 @@ def test_an_encrypted_zip_is_refused_with_a_message(tmp_path, example, extractio
     assert extraction == []
 
 
+@pytest.mark.slow
 def test_the_cli_and_the_import_page_refuse_an_encrypted_zip(tmp_path, example, monkeypatch):
     archive = encrypted_zip(tmp_path, example)
     db = tmp_path / "p.db"

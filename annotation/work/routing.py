@@ -207,7 +207,7 @@ def read_settings(store: Store, key: str, cls: type[S]) -> S:
     """The settings dataclass ``cls`` stored as JSON under project key ``key`` (unknown
     fields ignored, missing ones at their defaults)."""
     raw = json.loads(store.project_info().get(key, "{}"))
-    return cls(**{k: v for k, v in raw.items() if k in cls.__dataclass_fields__})
+    return cls(**{k: v for k, v in raw.items() if k in cls.__dataclass_fields__})  # type: ignore[attr-defined]
 
 
 def write_settings(store: Store, key: str, cls: type[S], actor: str, action: str,

@@ -142,7 +142,7 @@ class AnnotationSession:
     def _write(self, **answer: Any) -> bool:
         """One answer, its reservation renewal and active time: one transaction. False
         when a stale tab's answer was refused (nothing written; see ``state["notice"]``)."""
-        key = answer.get("question_id") or answer.get("criterion")
+        key: str = answer.get("question_id") or answer["criterion"]
         seen = self.answers().ids.get(key)  # the row this tab showed (None: no answer)
         try:
             workflow.give_answer(self.store, self.annotator, self.item.output_id,
