@@ -14,7 +14,6 @@ from annotation.results.study import load_study
 from annotation.store import Store
 from annotation.work.workflow import give_answer
 from tests.helpers.apptest import signed_in
-from tests.helpers.bundles import ensure_account
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "analytics.py")
 N_BOOT = 20
@@ -29,8 +28,7 @@ def demo_db(tmp_path, monkeypatch, make_demo_db) -> Path:
 
 
 def page_as(db: Path, name: str = "admin", role: str = "admin") -> AppTest:
-    ensure_account(db, name, role)
-    at = signed_in(PAGE, name, role, timeout=120)
+    at = signed_in(PAGE, name, role, db=db, timeout=120)
     at.session_state["an_n_boot"] = N_BOOT  # the number input's value: a small bootstrap
     return at
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -44,11 +43,7 @@ def db(tmp_path, monkeypatch, make_demo_db) -> Path:
 
 def annotate_as(name: str, *, guidelines_seen: bool = True) -> AppTest:
     """The annotate page with ``name`` signed in, in a new browser session."""
-    ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), name)
-    at = signed_in(PAGE, name)
-    if guidelines_seen:
-        at.session_state["annotate"] = {"annotator": name, "guidelines_seen": True}
-    return at.run()
+    return signed_in(PAGE, name, guidelines_seen=guidelines_seen).run()
 
 
 def button(at: AppTest, label: str):

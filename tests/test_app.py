@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -10,16 +9,13 @@ from streamlit.testing.v1 import AppTest
 
 from annotation.store import Store
 from tests.helpers.apptest import signed_in
-from tests.helpers.bundles import ensure_account
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 def app_as(name: str = "admin", role: str = "admin") -> AppTest:
     """The app with ``name`` signed in (as the sign-in page leaves the session)."""
-    ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), name, role)
-    at = signed_in(APP, name, role)
-    return at
+    return signed_in(APP, name, role)
 
 
 @pytest.fixture

@@ -45,10 +45,7 @@ def demo_db(tmp_path, monkeypatch, make_demo_db) -> Path:
 
 
 def app_as_annotator() -> AppTest:
-    at = signed_in(str(ROOT / "app.py"), "incident-annotator")
-    at.session_state["annotate"] = {"annotator": "incident-annotator",
-                                    "guidelines_seen": True}
-    return at
+    return signed_in("app.py", "incident-annotator", guidelines_seen=True)
 
 
 def all_strings(at: AppTest) -> str:

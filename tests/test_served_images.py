@@ -38,7 +38,7 @@ from annotation.ui import render
 from annotation.ui.widget_keys import widget_key
 from annotation.work import workflow
 from tests.helpers.apptest import signed_in
-from tests.helpers.bundles import ensure_account, read_jsonl
+from tests.helpers.bundles import read_jsonl
 from tests.helpers.conflict_fixture import write_conflict_bundle
 from tests.helpers.hostile_images import (
     hostile_jpeg,
@@ -124,9 +124,7 @@ def assert_clean(images: list[bytes]) -> None:
 
 
 def page_as(page: str, name: str, db: Path) -> AppTest:
-    ensure_account(db, name)
-    at = signed_in(str(PAGES / page), name)
-    return at
+    return signed_in(str(PAGES / page), name, db=db)
 
 
 def button(at: AppTest, label: str):
