@@ -3,9 +3,12 @@ demo project built once per session and copied per test."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
-from collections.abc import Callable
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,22 @@ from tests.helpers.bundles import write_doc_example
 # AppTest has no browser, hence no session cookie: sign_in() keeps the session token in
 # session_state instead, in this process only (see annotation.ui.app_state).
 enable_test_sessions()
+
+# Whatever falls back to the default demo project ($JUDGE_AUDIT_HOME/demo.db: a page opened
+# without $JUDGE_AUDIT_DB, a CLI command without --db) gets a folder of this run, never the
+# user's ~/.judge-audit.
+os.environ["JUDGE_AUDIT_HOME"] = tempfile.mkdtemp(prefix="judge-audit-home-")
+
+
+@pytest.fixture(autouse=True)
+def _main_module_restored() -> Iterator[None]:
+    """AppTest runs a page as ``__main__`` and leaves it in ``sys.modules``; a later
+    ``multiprocessing`` child (forkserver, spawn) would run that page again on start. Put
+    the test runner's own ``__main__`` back after each test."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None and sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main
 
 
 def _media(db: Path) -> Path:
