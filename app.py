@@ -25,7 +25,7 @@ user = current_user(st.session_state, store)
 if (user is None and oidc_configured() and getattr(st.user, "is_logged_in", False)
         and not st.session_state.get("oidc_checked")):
     st.session_state["oidc_checked"] = True  # one attempt (and one audit row) per session
-    oidc_user = user_from_oidc(store, st.user.get("email"))
+    oidc_user = user_from_oidc(store, st.user.get("email"))  # type: ignore[arg-type]
     if oidc_user is not None:
         sign_in(st.session_state, oidc_user, store,
                 user_agent=st.context.headers.get("User-Agent"))

@@ -5,7 +5,7 @@
                                   [--truth-outputs 4000000] [--code DIR] [--label TEXT]
 
 Simulates ``--studies`` judge-validation studies of every design the selected families need
-(``tests/coverage_sim.py`` says exactly what is simulated), runs the report's **own** table
+(``tests/helpers/coverage_sim.py`` says exactly what is simulated), runs the report's **own** table
 builders on each (``ratings_table``, ``checklist_table``, ``reliability_table``,
 ``judge_comparisons``, ``mcnemar_table``/``checklist_comparisons``, ``system_table``,
 ``trace_table``, ``bland_altman`` where present; never a re-implementation), and prints for
@@ -113,9 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     code = args.code.resolve()
-    sys.path.insert(0, str(ROOT / "tests"))
-    sys.path.insert(0, str(code))
-    import coverage_sim as sim
+    sys.path.insert(0, str(ROOT))  # tests.helpers.coverage_sim: the simulation
+    sys.path.insert(0, str(code))  # the annotation package under test (first on the path)
+    from tests.helpers import coverage_sim as sim
 
     specs = sim.select_specs(args.families.split(",") if args.families else None)
     product = sim.load_product(attempts=args.import_retries,

@@ -14,6 +14,12 @@ database files:
 Prints rows/s for both (median of the repeats) and the ratio. The goal is a ratio of at
 least 0.5: validation may cost at most as much as the writing itself. Figures are ratios
 measured in the same run, so a slow or busy machine slows both alike.
+
+    python benchmarks/import_bench.py --tiif ../shared/fixtures/tiif-bench [--repeats 3]
+
+instead times reading a TIIF-Bench folder (``annotation.formats.tiif.read``: every prompt,
+evaluation and result file, checked) against ``json.loads`` of the same JSON and JSONL files,
+and prints both and their ratio (no goal: it used to be a test's "under 10 s").
 """
 
 from __future__ import annotations
@@ -132,11 +138,48 @@ def run_baseline(bundle: Path, db: Path) -> float:
     return time.perf_counter() - start
 
 
+def tiif_read(folder: Path, repeats: int) -> int:
+    """Median seconds of ``tiif.read(folder)`` against ``json.loads`` of its JSON files."""
+    from annotation.formats import tiif
+
+    files = sorted(p for p in folder.rglob("*") if p.suffix in (".json", ".jsonl"))
+
+    def baseline() -> float:
+        start = time.perf_counter()
+        for path in files:
+            text = path.read_text(encoding="utf-8")
+            if path.suffix == ".jsonl":
+                for line in text.splitlines():
+                    if line:
+                        json.loads(line)
+            else:
+                json.loads(text)
+        return time.perf_counter() - start
+
+    def ours() -> float:
+        start = time.perf_counter()
+        tiif.read(folder)
+        return time.perf_counter() - start
+
+    base, mine = [], []
+    for _ in range(repeats):
+        base.append(baseline())
+        mine.append(ours())
+    t_base, t_ours = statistics.median(base), statistics.median(mine)
+    print(f"TIIF-Bench folder {folder}: {len(files):,} JSON/JSONL files; median of {repeats}")
+    print(f"baseline json.loads: {t_base:7.3f} s")
+    print(f"judge-audit tiif.read: {t_ours:7.3f} s  (ratio {t_ours / t_base:.1f}x the baseline)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--judgments", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tiif", type=Path, help="time reading this TIIF-Bench folder instead")
     args = parser.parse_args(argv)
+    if args.tiif is not None:
+        return tiif_read(args.tiif, args.repeats)
     with tempfile.TemporaryDirectory(prefix="judge-audit-bench-") as tmp:
         tmp_path = Path(tmp)
         counts = make_bundle(tmp_path / "bundle", args.judgments)

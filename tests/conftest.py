@@ -1,24 +1,80 @@
-"""Shared fixtures: a real SQLite project file (WAL) and real bundles made with Pillow."""
+"""Shared fixtures: a real SQLite project file (WAL), real bundles made with Pillow, and the
+demo project built once per session and copied per test."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import sqlite3
 import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bundles import write_doc_example  # noqa: E402
-
-from annotation.store import Store  # noqa: E402
-from annotation.ui.app_state import enable_test_sessions  # noqa: E402
+from annotation.project_files import build_demo_db
+from annotation.store import Store
+from annotation.ui.app_state import enable_test_sessions
+from tests.helpers.bundles import write_doc_example
 
 # AppTest has no browser, hence no session cookie: sign_in() keeps the session token in
 # session_state instead, in this process only (see annotation.ui.app_state).
 enable_test_sessions()
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+# Whatever falls back to the default demo project ($JUDGE_AUDIT_HOME/demo.db: a page opened
+# without $JUDGE_AUDIT_DB, a CLI command without --db) gets a folder of this run, never the
+# user's ~/.judge-audit.
+os.environ["JUDGE_AUDIT_HOME"] = tempfile.mkdtemp(prefix="judge-audit-home-")
+
+
+@pytest.fixture(autouse=True)
+def _main_module_restored() -> Iterator[None]:
+    """AppTest runs a page as ``__main__`` and leaves it in ``sys.modules``; a later
+    ``multiprocessing`` child (forkserver, spawn) would run that page again on start. Put
+    the test runner's own ``__main__`` back after each test."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None and sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main
+
+
+def _media(db: Path) -> Path:
+    """The media folder of the database ``db`` (as :attr:`annotation.store.Store.media_dir`)."""
+    return db.with_name(db.stem + "_media")
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo project (``judge-audit demo``: the embedded bundle and the demo accounts),
+    built once per session. Never open it: copy it with :func:`make_demo_db`."""
+    db = tmp_path_factory.mktemp("demo-template") / "demo.db"
+    build_demo_db(db)
+    conn = sqlite3.connect(db)  # fold the WAL into the file: one file (+ media) to copy
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return db
+
+
+@pytest.fixture(scope="session")
+def make_demo_db(demo_template: Path) -> Callable[[Path], Path]:
+    """``make_demo_db(path)`` puts a fresh copy of the demo project at ``path`` (and its
+    media folder beside it) and returns ``path``: what ``judge-audit demo --db path`` builds,
+    without building it again."""
+
+    def make(path: Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("-wal", "-shm"):
+            assert not path.with_name(path.name + suffix).exists(), f"{path}{suffix} exists"
+        shutil.copy2(demo_template, path)
+        if _media(demo_template).is_dir():
+            shutil.copytree(_media(demo_template), _media(path), copy_function=shutil.copy2)
+        return path
+
+    return make
 
 
 @pytest.fixture

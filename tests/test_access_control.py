@@ -24,22 +24,23 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account, make_image, write_jsonl
-from conflict_fixture import write_conflict_bundle
 from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
-from test_hostile_input import rendered_strings
 
 from annotation.accounts import auth
 from annotation.accounts.auth import User
 from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.store import Store
-from annotation.ui.app_state import current_user, sign_in
+from annotation.ui.app_state import current_user
 from annotation.ui.widget_keys import widget_key
 from annotation.work import verification as vf
 from annotation.work import workflow
 from annotation.work.verification import VerifySession
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import ensure_account, make_image, write_jsonl
+from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.test_hostile_input import rendered_strings
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -161,10 +162,7 @@ def project(tmp_path, monkeypatch) -> Path:
 
 
 def page_as(page: str, name: str, role: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / page) if page.startswith("pages/") else page,
-                           default_timeout=60)
-    sign_in(at.session_state, User(name, role))
-    return at
+    return signed_in(page, name, role)
 
 
 # ------------------------------------------------------------------ admin pages
@@ -175,6 +173,7 @@ def assert_refused(at: AppTest) -> None:
     assert not at.dataframe and not at.metric and not at.title
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ADMIN_PAGES)
 def test_an_annotator_opening_an_admin_page_is_refused(project, page):
     at = page_as(page, "ann-a", "annotator").run()
@@ -194,6 +193,7 @@ def test_a_signed_out_visitor_opening_an_admin_page_sees_only_the_sign_in_reques
     assert elements(at) == ["Error"]
 
 
+@pytest.mark.slow
 def test_the_app_offers_no_admin_page_to_an_annotator(project):
     at = page_as(APP, "ann-a", "annotator").run()
     assert not at.exception
@@ -210,6 +210,7 @@ def test_the_app_offers_no_admin_page_to_an_annotator(project):
             at.switch_page(page)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ADMIN_PAGES)
 def test_an_annotator_asking_for_an_admin_url_is_refused(project, page):
     """What a browser sends for ``http://host/<page>``: the hash of the page's URL path."""
@@ -226,6 +227,7 @@ def test_an_annotator_asking_for_an_admin_url_is_refused(project, page):
     assert ADMIN_ONLY not in [e.value for e in admin.error]
 
 
+@pytest.mark.slow
 def test_an_admin_demoted_mid_session_is_signed_out_at_the_next_click(project):
     at = page_as("pages/assignment.py", "boss", "admin")
     at.run()
@@ -266,6 +268,7 @@ def answer_everything(at: AppTest) -> None:
     raise AssertionError("the item never became complete")
 
 
+@pytest.mark.slow
 def test_an_annotator_sees_no_other_answers_no_judge_and_no_generator(project):
     secrets = secrets_of(project)
     at = page_as("pages/annotate.py", "ann-a", "annotator")
@@ -378,6 +381,7 @@ def run_cli(args: list[str], stdin: str) -> subprocess.CompletedProcess:
                           cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_passwords_are_never_stored_shown_or_logged(tmp_path, monkeypatch, caplog):
     caplog.set_level(logging.DEBUG)
     db = tmp_path / "p.db"
@@ -429,6 +433,7 @@ def test_passwords_are_never_stored_shown_or_logged(tmp_path, monkeypatch, caplo
         assert password not in stored_hash
 
 
+@pytest.mark.slow
 def test_cli_user_add_refuses_a_short_password_and_never_echoes_it(tmp_path):
     db = tmp_path / "p.db"
     short = PASSWORDS["short"]
@@ -463,6 +468,7 @@ def test_cli_user_add_refuses_a_short_password_and_never_echoes_it(tmp_path):
 
 
 # ------------------------------------------------------------------ rate limiting
+@pytest.mark.slow
 def test_five_failed_sign_ins_lock_the_account_on_the_sign_in_page(project):
     password = "pw-ann-a-123"  # ensure_account's password
     for i in range(5):
@@ -571,6 +577,7 @@ def test_a_new_project_is_readable_by_its_owner_only(tmp_path, example_bundle):
         os.umask(old)
 
 
+@pytest.mark.slow
 def test_the_cli_creates_private_project_files(tmp_path, example_bundle):
     db = tmp_path / "cli.db"
     result = run_cli(["user", "add", "root", "--role", "admin", "--db", str(db)],

@@ -16,7 +16,6 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from annotation.cli import main
 from annotation.results.alt_tests import (
     ANNOTATOR_COLUMNS,
     CHECKLIST,
@@ -328,9 +327,10 @@ def test_checklist_unanswered_fail_scores_the_missing_outputs_as_failed() -> Non
 # ------------------------------------------------------------- shapes and one run
 
 
-def test_columns_rows_and_one_run_on_the_demo_project(tmp_path) -> None:
+@pytest.mark.slow
+def test_columns_rows_and_one_run_on_the_demo_project(tmp_path, make_demo_db) -> None:
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         study = load_study(store)
     run = run_alt_tests(study, epsilon=0.1)

@@ -8,9 +8,7 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
-from gating_reference import gated_answers
 
-from annotation.cli import main
 from annotation.results import analytics
 from annotation.results.ratings import ENSEMBLE, HUMAN_LOO
 from annotation.results.report import ReportOptions, build_report
@@ -18,12 +16,13 @@ from annotation.results.study import load_study
 from annotation.stats.agreement import majority, normalize_label
 from annotation.store import Store
 from annotation.work.workflow import give_answer
+from tests.helpers.gating_reference import gated_answers
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(tmp_path_factory, make_demo_db):
     db = tmp_path_factory.mktemp("analytics") / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     store = Store.open(db)
     study = load_study(store)
     tables = build_report(study, ReportOptions(n_boot=50, seed=3, by="generator"))
@@ -39,6 +38,7 @@ def _rating(ratings, judge, criterion, reference, group="all"):
 
 
 # ------------------------------------------------------------------------------ vif_table
+@pytest.mark.slow
 def test_vif_table_holds_the_ratings_numbers(demo):
     _, study, tables = demo
     ratings, vif = tables["ratings"], tables["vif_table"]
@@ -63,6 +63,7 @@ def test_vif_table_holds_the_ratings_numbers(demo):
                 assert (pd.isna(expected) and pd.isna(got)) or expected == got
 
 
+@pytest.mark.slow
 def test_vif_view_reference_group_labels_and_intervals(demo):
     _, _, tables = demo
     ratings, vif = tables["ratings"], tables["vif_table"]
@@ -105,6 +106,7 @@ def test_abbreviate_fits_long_labels_only():
 
 
 # ------------------------------------------------------------------------------ trace_table
+@pytest.mark.slow
 def test_trace_view_shows_the_trace_table(demo):
     _, study, tables = demo
     trace, checklist = tables["trace_table"], tables["checklist"]
@@ -127,6 +129,7 @@ def test_trace_view_shows_the_trace_table(demo):
 
 
 # ------------------------------------------------------------------------------ confusion
+@pytest.mark.slow
 def test_confusion_cells_add_up_to_the_decisions(demo):
     _, study, tables = demo
     checklist = tables["checklist"]
@@ -158,6 +161,7 @@ def test_confusion_cells_add_up_to_the_decisions(demo):
 
 
 # ------------------------------------------------------------------------------ drill-down
+@pytest.mark.slow
 def test_rating_disagreements_sorted_by_distance_from_the_humans(demo):
     _, study, _ = demo
     table = analytics.disagreements(study, "qwen3-vl", "visual_quality", limit=None)
@@ -182,6 +186,7 @@ def test_rating_disagreements_sorted_by_distance_from_the_humans(demo):
     assert (np.diff(average.gap.abs().to_numpy()) <= 0).all()
 
 
+@pytest.mark.slow
 def test_checklist_disagreements_add_up_to_the_checklist_table(demo):
     _, study, tables = demo
     checklist = tables["checklist"]
@@ -202,6 +207,7 @@ def test_checklist_disagreements_add_up_to_the_checklist_table(demo):
         assert side.question_id.str.endswith("." + short).any()
 
 
+@pytest.mark.slow
 def test_item_answers_and_raw_text(demo):
     store, study, _ = demo
     output_id = study.judge_scores.output_id.iloc[0]
@@ -236,9 +242,9 @@ def test_csv_bytes_neutralizes_formulas():
     assert list(back.b) == [1.5, 2.0, 3.0, 4.0]
 
 
-def test_data_stamp_changes_with_an_answer(tmp_path):
+def test_data_stamp_changes_with_an_answer(tmp_path, make_demo_db):
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         before = analytics.data_stamp(store)
         assert analytics.data_stamp(store) == before

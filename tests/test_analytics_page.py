@@ -6,34 +6,29 @@ import json
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
 
-from annotation.accounts.auth import User
-from annotation.cli import main
 from annotation.results import analytics
 from annotation.results.report import ReportOptions, build_report
 from annotation.results.study import load_study
 from annotation.store import Store
-from annotation.ui.app_state import sign_in
 from annotation.work.workflow import give_answer
+from tests.helpers.apptest import signed_in
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "analytics.py")
 N_BOOT = 20
 
 
 @pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
+def demo_db(tmp_path, monkeypatch, make_demo_db) -> Path:
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     return db
 
 
 def page_as(db: Path, name: str = "admin", role: str = "admin") -> AppTest:
-    ensure_account(db, name, role)
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    sign_in(at.session_state, User(name, role))
+    at = signed_in(PAGE, name, role, db=db, timeout=120)
     at.session_state["an_n_boot"] = N_BOOT  # the number input's value: a small bootstrap
     return at
 
@@ -45,6 +40,7 @@ def vif_shown(at: AppTest):
     return frame.set_index(("", "judge"))
 
 
+@pytest.mark.slow
 def test_page_shows_the_vif_table_with_judges_and_the_human_baseline(demo_db):
     at = page_as(demo_db).run()
     assert not at.exception
@@ -80,6 +76,7 @@ def test_page_shows_the_vif_table_with_judges_and_the_human_baseline(demo_db):
     assert heat["z"][row][col] == pytest.approx(value.iloc[0])
 
 
+@pytest.mark.slow
 def test_ci_toggle_and_leave_one_out_reference(demo_db):
     at = page_as(demo_db).run()
     at.toggle(key="an_ci").set_value(True).run()
@@ -93,6 +90,7 @@ def test_ci_toggle_and_leave_one_out_reference(demo_db):
     assert loo != cell
 
 
+@pytest.mark.slow
 def test_drilldown_shows_the_item_and_the_judges_raw_text(demo_db):
     at = page_as(demo_db).run()
     at.selectbox(key="an_dd_judge").set_value("qwen3-vl").run()
@@ -135,6 +133,7 @@ def test_drilldown_shows_the_item_and_the_judges_raw_text(demo_db):
     assert all(text in codes for text in per_question)
 
 
+@pytest.mark.slow
 def test_page_recomputes_when_an_answer_changes(demo_db):
     at = page_as(demo_db).run()
     before = vif_shown(at).loc["gpt-5", ("Visual Quality", "PLCC")]

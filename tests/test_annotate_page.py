@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
 
 from annotation.accounts.auth import User
-from annotation.cli import main
 from annotation.store import Store
-from annotation.ui.app_state import sign_in
 from annotation.work import workflow
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import ensure_account
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -36,21 +34,16 @@ def fresh_db(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch) -> Path:
+def db(tmp_path, monkeypatch, make_demo_db) -> Path:
     path = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(path), "--quiet"]) == 0
+    make_demo_db(path)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
     return path
 
 
 def annotate_as(name: str, *, guidelines_seen: bool = True) -> AppTest:
     """The annotate page with ``name`` signed in, in a new browser session."""
-    ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), name)
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    sign_in(at.session_state, User(name, "annotator"))
-    if guidelines_seen:
-        at.session_state["annotate"] = {"annotator": name, "guidelines_seen": True}
-    return at.run()
+    return signed_in(PAGE, name, guidelines_seen=guidelines_seen).run()
 
 
 def button(at: AppTest, label: str):
@@ -105,6 +98,7 @@ def complete_by_shortcut_buttons(at: AppTest) -> None:
     raise AssertionError("the item never became complete")
 
 
+@pytest.mark.slow
 def test_sign_in_form_then_guidelines_first(db):
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert at.title[0].value == "judge-audit"
@@ -133,6 +127,7 @@ def test_every_action_has_its_shortcut(db):
     assert shortcuts["Flag"] == "f" and shortcuts["Enlarge"] == "e"
 
 
+@pytest.mark.slow
 def test_complete_an_item_with_the_shortcut_buttons(db):
     at = annotate_as("alice")
     first = task_id(at)
@@ -153,6 +148,7 @@ def test_complete_an_item_with_the_shortcut_buttons(db):
     assert task_id(at) != first or at.session_state["annotate"]["output_id"] != output_before
 
 
+@pytest.mark.slow
 def test_reload_resumes_at_the_first_unfinished_item(db):
     at = annotate_as("alice")
     output = at.session_state["annotate"]["output_id"]
@@ -165,6 +161,7 @@ def test_reload_resumes_at_the_first_unfinished_item(db):
     assert current_text(again) == expected
 
 
+@pytest.mark.slow
 def test_changing_an_answer_keeps_the_history(db):
     at = annotate_as("alice")
     output = at.session_state["annotate"]["output_id"]
@@ -182,6 +179,7 @@ def test_changing_an_answer_keeps_the_history(db):
         assert list(current[current.annotator == "alice"].answer) == ["no"]
 
 
+@pytest.mark.slow
 def test_dependency_gating_on_the_page(db):
     with Store.open(db) as store:
         row = store.query_df(
@@ -192,8 +190,7 @@ def test_dependency_gating_on_the_page(db):
         output = store.query_df("SELECT output_id FROM outputs WHERE task_id = ? AND"
                                 " sha256 IS NOT NULL LIMIT 1", [row.task_id]).output_id[0]
     ensure_account(db, "bob")
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    sign_in(at.session_state, User("bob", "annotator"))
+    at = signed_in(PAGE, "bob")
     at.session_state["annotate"] = {"annotator": "bob", "guidelines_seen": True}
     at.run()
     # open the item with the dependent question through the session, then answer its parent
@@ -219,6 +216,7 @@ def test_dependency_gating_on_the_page(db):
                or row.text[:20] in g.replace("\\", "") for g in gated), gated
 
 
+@pytest.mark.slow
 def test_two_annotators_overlap_and_reservations(fresh_db):
     with Store.open(fresh_db) as store:
         workflow.set_settings(store, "admin", overlap=1)
@@ -234,16 +232,15 @@ def test_two_annotators_overlap_and_reservations(fresh_db):
     assert e.session_state["annotate"]["output_id"] in {out_a, out_b}
 
 
+@pytest.mark.slow
 def test_annotator_cannot_open_admin_pages(db):
     for page in ("pages/home.py", "pages/assignment.py"):
-        at = AppTest.from_file(str(ROOT / page), default_timeout=60)
-        sign_in(at.session_state, User("alice", "annotator"))
+        at = signed_in(str(ROOT / page), "alice")
         at.run()
         assert "admins only" in at.error[0].value
         assert not at.metric and not at.dataframe
     # and the app's own menu does not offer them
-    at = AppTest.from_file(APP, default_timeout=60)
-    sign_in(at.session_state, User("alice", "annotator"))
+    at = signed_in(APP, "alice")
     at.run()
     links = [link.proto.label for link in at.sidebar.get("page_link")]
     assert "Overview" not in links and "Assignment & progress" not in links
@@ -258,6 +255,7 @@ def test_signed_out_visitor_sees_only_the_sign_in(db):
     assert not at.button
 
 
+@pytest.mark.slow
 def test_no_judge_output_pass_answer_or_generator_on_the_page(db):
     at = annotate_as("alice")
     output = at.session_state["annotate"]["output_id"]
@@ -299,6 +297,7 @@ def test_flag_an_item(db):
         assert list(audit.actor) == ["alice"]
 
 
+@pytest.mark.slow
 def test_back_reopens_the_previous_item(db):
     at = annotate_as("alice")
     first = at.session_state["annotate"]["output_id"]

@@ -11,7 +11,6 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from annotation.cli import main
 from annotation.results.annotators import annotators_table
 from annotation.results.study import StudyData, load_study
 from annotation.store import Store
@@ -193,9 +192,9 @@ def test_relative_correlation_rule_and_thresholds() -> None:
     assert np.isnan(table.checklist_kappa).all() and (table.n_checklist == 0).all()
 
 
-def test_demo_project(tmp_path) -> None:
+def test_demo_project(tmp_path, make_demo_db) -> None:
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         study = load_study(store)
     table = annotators_table(study)

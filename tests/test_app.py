@@ -2,33 +2,26 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
 
-from annotation.accounts.auth import User
-from annotation.cli import main
 from annotation.store import Store
-from annotation.ui.app_state import sign_in
+from tests.helpers.apptest import signed_in
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 def app_as(name: str = "admin", role: str = "admin") -> AppTest:
     """The app with ``name`` signed in (as the sign-in page leaves the session)."""
-    ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), name, role)
-    at = AppTest.from_file(APP, default_timeout=60)
-    sign_in(at.session_state, User(name, role))
-    return at
+    return signed_in(APP, name, role)
 
 
 @pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
+def demo_db(tmp_path, monkeypatch, make_demo_db) -> Path:
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     return db
 

@@ -470,6 +470,7 @@ def test_demo_accounts_keep_an_existing_account(store):
     assert authenticate(store, "admin", "my own admin password") is not None
 
 
+@pytest.mark.slow
 def test_the_demo_project_has_the_demo_accounts(tmp_path):
     db = tmp_path / "demo.db"
     assert main(["demo", "--db", str(db), "--quiet"]) == 0
@@ -521,6 +522,7 @@ def test_oidc_configured_reads_the_auth_secrets(monkeypatch):
     assert auth.oidc_configured() is False
 
 
+@pytest.mark.slow
 def test_oidc_configured_with_a_real_secrets_file(tmp_path):
     """Streamlit's own secrets loader, in a process with its own working directory."""
     code = "from annotation.accounts.auth import oidc_configured; print(oidc_configured())"
@@ -673,6 +675,7 @@ def test_cli_asks_twice_on_a_terminal(tmp_path, monkeypatch, capsys):
         assert authenticate(store, "carol", "not this one") is None
 
 
+@pytest.mark.slow
 def test_cli_in_a_real_process(tmp_path):
     db = tmp_path / "p.db"
 

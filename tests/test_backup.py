@@ -17,8 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
-from bundles import db_checksum
-from test_concurrency import (
+
+from annotation.accounts import auth
+from annotation.cli import main
+from annotation.store import Store
+from annotation.store.backup import RecoveryError, backup, media_dir, restore
+from annotation.work import workflow
+from tests.helpers.bundles import db_checksum
+from tests.test_concurrency import (
     N_QUESTIONS,
     assert_acks_stored,
     make_project,
@@ -26,13 +32,6 @@ from test_concurrency import (
     worker_command,
     worker_env,
 )
-
-from annotation.accounts import auth
-from annotation.cli import main
-from annotation.project_files import build_demo_db
-from annotation.store import Store
-from annotation.store.backup import RecoveryError, backup, media_dir, restore
-from annotation.work import workflow
 
 N_WRITERS = 4
 N_BACKUPS = 4
@@ -130,10 +129,9 @@ def test_backup_while_annotators_write_is_a_consistent_prefix(tmp_path: Path) ->
 
 
 @pytest.fixture
-def demo(tmp_path: Path) -> Path:
+def demo(tmp_path: Path, make_demo_db) -> Path:
     """The demo project with some app work on top (answers, a change, a flag, a role)."""
-    db = tmp_path / "live" / "demo.db"
-    build_demo_db(db)
+    db = make_demo_db(tmp_path / "live" / "demo.db")
     with Store.open(db) as store:
         output_id = workflow.next_item(store, "alice")
         workflow.give_answer(store, "alice", output_id, criterion="visual_quality", score=3)
@@ -147,6 +145,7 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+@pytest.mark.slow
 def test_restore_round_trip(demo: Path, tmp_path: Path) -> None:
     demo.chmod(0o600)  # a private project gives private copies
     media_dir(demo).chmod(0o700)
@@ -252,6 +251,7 @@ def test_backup_refusals(demo: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "b.db").exists()
 
 
+@pytest.mark.slow
 def test_backup_and_restore_cli(demo: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "cli" / "b.db"
     target = tmp_path / "cli" / "r.db"

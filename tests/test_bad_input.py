@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bundles import db_checksum, make_image, read_jsonl, write_doc_example, write_jsonl
 from PIL import Image
 
 from annotation.cli import main
@@ -17,6 +16,13 @@ from annotation.formats.bundle import write_bundle
 from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
+from tests.helpers.bundles import (
+    db_checksum,
+    make_image,
+    read_jsonl,
+    write_doc_example,
+    write_jsonl,
+)
 
 
 def edit_jsonl(name: str, line: int, change: Callable[[dict], object]):
@@ -250,6 +256,7 @@ def test_symlink_in_zip_is_refused(tmp_path, example_bundle):
     assert "symbolic links are not allowed" in str(refused.value)
 
 
+@pytest.mark.slow
 def test_zip_bomb_member_is_refused(tmp_path, example_bundle):
     def add_bomb(zf: zipfile.ZipFile) -> None:
         zf.writestr(zipfile.ZipInfo("padding.bin"), b"\0" * (64 * 1024 * 1024),

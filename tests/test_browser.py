@@ -14,12 +14,9 @@ Skipped when ``/usr/bin/chromium`` (``apt-get install chromium``) or Playwright 
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,34 +26,19 @@ import pytest
 from annotation.store import Store
 from annotation.work import workflow
 from annotation.work.workflow import AnnotationSession
-
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-
-
-def _load_screenshot_helpers():
-    """scripts/screenshot.py (not a package): free_port, wait_healthy, wait_rendered, ..."""
-    spec = importlib.util.spec_from_file_location(
-        "judge_audit_screenshot", ROOT / "scripts" / "screenshot.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-shots = _load_screenshot_helpers()
-if not os.access(shots.CHROMIUM, os.X_OK):
-    pytest.skip(
-        f"no Chromium at {shots.CHROMIUM} (apt-get install chromium)", allow_module_level=True
-    )
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="Playwright is not installed (pip install -e '.[test]')"
+from tests.helpers.browser import (  # skips this module without Chromium or Playwright
+    ARTIFACTS,
+    USER,
+    idle,
+    press,
+    shots,
+    sign_in,
+    stop,
+    sync_api,
+    wait_until,
 )
 
-pytestmark = pytest.mark.browser
-
-USER, PASSWORD = "alice", "demo-alice"
-STEP_TIMEOUT = 20.0  # seconds for one key press to reach the database and the page
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # The "▶" marked checklist entry (question or criterion) and the header's task id, as shown.
 POINTER_JS = """() => Array.from(document.querySelectorAll(
@@ -66,27 +48,6 @@ POINTER_JS = """() => Array.from(document.querySelectorAll(
 HEADER_JS = """() => Array.from(document.querySelectorAll(
         '[data-testid="stMainBlockContainer"] h3'))
     .map(e => e.innerText.trim()).filter(t => t.startsWith('Task '))"""
-# A shortcut is ignored while an input has the focus: the page must leave it on the body.
-FOCUS_JS = "() => document.activeElement ? document.activeElement.tagName : 'BODY'"
-
-
-def wait_until(page: Any, check: Callable[[], Any], what: str,
-               timeout: float = STEP_TIMEOUT) -> Any:
-    """Poll ``check`` (every 100 ms, letting the page run) until it is truthy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        page.wait_for_timeout(100)
-
-
-def idle(page: Any) -> bool:
-    """No status widget, no skeleton, something drawn. Not proof that the run is over (a
-    short run shows no status widget): callers also wait for what the run must draw."""
-    return page.evaluate(shots.RENDERED_JS)
 
 
 def shows(page: Any, *, pointer: str | None = None, task: str | None = None,
@@ -105,38 +66,6 @@ def shows(page: Any, *, pointer: str | None = None, task: str | None = None,
         if button.count() != 1 or button.is_enabled() != can_submit:
             return False
     return True
-
-
-def press(page: Any, key: str) -> None:
-    """One shortcut key. Shortcuts are ignored while an input has the focus; the pages
-    never leave it in one (the sign-in form disappears once signed in), so a focused input
-    here is a product problem to report, not to blur away."""
-    assert page.evaluate(FOCUS_JS) == "BODY", "the focus sits in an input: shortcuts are dead"
-    page.keyboard.press(key)
-
-
-def keyboard_sign_in(page: Any) -> None:
-    """Sign in with the keyboard. The only non-keyboard action of the test (once per
-    sign-in) is putting the caret in the Name field (page.focus); then type, Tab, type,
-    Enter. Everything after that is page.keyboard.press."""
-    name = page.locator("input[aria-label='Name']")
-    name.wait_for(timeout=60_000)
-    wait_until(page, lambda: idle(page), "the sign-in page", timeout=60)
-    page.focus("input[aria-label='Name']")
-    page.keyboard.type(USER)
-    page.keyboard.press("Tab")
-    page.keyboard.type(PASSWORD)
-    # On a loaded machine a late redraw of the form can swallow the typed password (seen
-    # once in a full run: name kept, password empty). Check before Enter, retype if so.
-    password = page.locator("input[type='password']")
-    if password.input_value() != PASSWORD:
-        password.focus()
-        page.keyboard.press("Control+A")
-        page.keyboard.type(PASSWORD)
-    assert page.locator("input[aria-label='Name']").input_value() == USER
-    assert password.input_value() == PASSWORD
-    page.keyboard.press("Enter")
-    page.wait_for_selector("[data-testid='stSidebar']", timeout=30_000)
 
 
 def reader(store: Store, output_id: str) -> AnnotationSession:
@@ -264,7 +193,7 @@ def verify_scenario(page: Any, store: Store, port: int) -> None:
     from annotation.work import verification as vf
 
     page.goto(f"http://127.0.0.1:{port}/")
-    keyboard_sign_in(page)
+    sign_in(page)
     page.get_by_role("link", name="Verify conflict labels", exact=True).click()
     page.evaluate("document.activeElement.blur()")  # the clicked menu link keeps the focus
     task = wait_until(page, lambda: store.conn.execute(
@@ -318,7 +247,7 @@ def wait_next_item(page: Any, store: Store, done: list[str],
 def run_scenario(page: Any, store: Store, port: int) -> None:
     assert workflow.personal_progress(store, USER)[0] == 0, "alice must start with nothing"
     page.goto(f"http://127.0.0.1:{port}/")
-    keyboard_sign_in(page)
+    sign_in(page)
 
     # first visit: the guidelines, left with Enter
     start = page.get_by_role("button", name="I have read the guidelines")
@@ -367,22 +296,3 @@ def run_scenario(page: Any, store: Store, port: int) -> None:
     assert reserved_item(store) == output_id
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "annotate.png"), full_page=True)
-
-
-def stop(server: subprocess.Popen) -> None:
-    """Stop judge-audit serve and its streamlit child: the process group the test made."""
-    group = server.pid
-    for sig, grace in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(group, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            server.poll()
-            try:
-                os.killpg(group, 0)  # anyone left in the group?
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
-    server.wait(timeout=10)

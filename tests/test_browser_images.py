@@ -2,7 +2,7 @@
 item 3).
 
 Starts ``python -m annotation.cli serve`` on a free localhost port, on a project imported
-from hostile files (tests/hostile_images.py: EXIF "OpenAI gpt-image-1", a JPEG comment and
+from hostile files (tests/helpers/hostile_images.py: EXIF "OpenAI gpt-image-1", a JPEG comment and
 XMP, PNG text chunks "nano-banana", ICC profiles, HTML after IEND, small images too), signs
 in with the keyboard in Debian's Chromium (Playwright), opens every view of the item (the
 page, the layout overlay, the enlarge dialog), and collects every image the browser
@@ -22,25 +22,25 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
-from hostile_images import traces, write_hostile_image_bundle
-from test_browser import (
-    ARTIFACTS,
-    PASSWORD,
-    USER,
-    idle,
-    keyboard_sign_in,
-    press,
-    shots,
-    stop,
-    sync_api,
-    wait_until,
-)
 
 from annotation.accounts import auth
 from annotation.formats.importers import import_path
 from annotation.store import Store
+from tests.helpers.browser import (
+    ARTIFACTS,
+    PASSWORD,
+    USER,
+    idle,
+    press,
+    shots,
+    sign_in,
+    stop,
+    sync_api,
+    wait_until,
+)
+from tests.helpers.hostile_images import traces, write_hostile_image_bundle
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 IMAGES_JS = """() => Array.from(document.images)
     .filter(i => new URL(i.src).pathname.startsWith('/media/') && i.complete
@@ -99,7 +99,7 @@ def browse(port: int) -> tuple[dict[str, bytes], dict[str, bytes]]:
                     if urlparse(r.url).path.startswith("/media/") else None)
             try:
                 page.goto(f"http://127.0.0.1:{port}/")
-                keyboard_sign_in(page)
+                sign_in(page)
                 wait_until(page, lambda: idle(page) and len(page.evaluate(IMAGES_JS)) >= 6,
                            "the item's six images", timeout=60)
                 refetched: dict[str, bytes] = {}

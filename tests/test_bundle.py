@@ -7,13 +7,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-from bundles import db_checksum, read_jsonl
 
 from annotation.cli import main
 from annotation.formats.bundle import write_bundle
 from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
+from tests.helpers.bundles import db_checksum, read_jsonl
 
 
 def test_doc_example_imports_with_the_documented_content(store, example_bundle):
@@ -95,6 +95,7 @@ def test_export_then_import_reproduces_the_same_content(store, example_bundle, t
         assert (out / name).read_bytes() == (out2 / name).read_bytes(), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["demo", "vif-release"])
 def test_round_trip_of_the_demo_and_a_vif_release(source, tmp_path):
     """Export of another format's import, re-imported, gives the same content."""
@@ -103,7 +104,7 @@ def test_round_trip_of_the_demo_and_a_vif_release(source, tmp_path):
     if source == "demo":
         path = DEMO_BUNDLE
     else:
-        from vif_fixture import make_vif_release
+        from tests.helpers.vif_fixture import make_vif_release
 
         path = tmp_path / "vif"
         make_vif_release(path)
@@ -136,7 +137,7 @@ def test_shared_checklist_between_tasks(store, example_bundle):
     twin = dict(tasks[0], task_id="t1-long", instruction="A longer prompt.", checklist_id="t1")
     twin.pop("questions")
     tasks[0]["checklist_id"] = "t1"
-    from bundles import write_jsonl
+    from tests.helpers.bundles import write_jsonl
 
     write_jsonl(example_bundle / "tasks.jsonl", [tasks[0], twin])
     outputs = read_jsonl(example_bundle / "outputs.jsonl")
@@ -175,7 +176,7 @@ def _refused(db: Path, bundle: Path) -> list[str]:
 
 
 def _rewrite(path: Path, change) -> None:
-    from bundles import write_jsonl
+    from tests.helpers.bundles import write_jsonl
 
     rows = read_jsonl(path)
     change(rows)

@@ -19,9 +19,9 @@ from annotation.store.check import check_project
 
 
 @pytest.fixture
-def demo_db(tmp_path) -> Path:
+def demo_db(tmp_path, make_demo_db) -> Path:
     db = tmp_path / "study.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     return db
 
 

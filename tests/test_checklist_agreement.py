@@ -5,21 +5,21 @@ from __future__ import annotations
 import json
 
 import pytest
-from fixture_bundles import SHARED
-from gating_reference import gated_answers
 
-from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.results.checklist import ENSEMBLE, checklist_table
 from annotation.results.study import load_study
 from annotation.store import Store
+from tests.helpers.fixture_bundles import SHARED
+from tests.helpers.gating_reference import gated_answers
 
 TIIF = SHARED / "fixtures" / "tiif-bench"
 
 
-def test_demo_rows_against_hand_counts(tmp_path):
+@pytest.mark.slow
+def test_demo_rows_against_hand_counts(tmp_path, make_demo_db):
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         study = load_study(store)
     table = checklist_table(study, by="generator")
@@ -46,6 +46,7 @@ def test_demo_rows_against_hand_counts(tmp_path):
     assert any(g.startswith("generator=") for g in table.group)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not TIIF.exists(), reason="../shared/fixtures/tiif-bench is not at hand")
 def test_tiif_judges_per_generator_and_accuracy_against_expected(tmp_path):
     with Store.open(tmp_path / "tiif.db") as store:
@@ -75,6 +76,7 @@ def test_tiif_judges_per_generator_and_accuracy_against_expected(tmp_path):
                                         ("DALLE3", "GPT-4o", "Janus-Pro", "sd35")}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not TIIF.exists(), reason="../shared/fixtures/tiif-bench is not at hand")
 def test_tiif_mcnemar_between_the_two_judges(tmp_path):
     from scipy.stats import binomtest
@@ -91,9 +93,10 @@ def test_tiif_mcnemar_between_the_two_judges(tmp_path):
     assert row.n_decisions == 10864  # decisions both judges answered (see the import test)
 
 
-def test_agreement_per_item_is_the_mean_of_per_output_shares(tmp_path):
+@pytest.mark.slow
+def test_agreement_per_item_is_the_mean_of_per_output_shares(tmp_path, make_demo_db):
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         study = load_study(store)
     table = checklist_table(study)

@@ -50,6 +50,7 @@ def test_import_of_an_unknown_folder(tmp_path, capsys):
     assert "not a judge-audit bundle" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_builds_a_complete_project(tmp_path, capsys):
     db = tmp_path / "demo.db"
     assert main(["demo", "--db", str(db), "--quiet"]) == 0
@@ -103,6 +104,7 @@ def test_serve_starts_the_app_on_the_demo_project(tmp_path):
         proc.wait(timeout=20)
 
 
+@pytest.mark.slow
 def test_console_script_is_installed():
     """The README's first command relies on the `judge-audit` entry point."""
     result = subprocess.run(["judge-audit", "--help"], capture_output=True, text=True,

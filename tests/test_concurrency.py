@@ -186,7 +186,6 @@ def _worker_main(argv: list[str]) -> int:
     parser.add_argument("--go", type=Path, help="wait for this file before writing")
     parser.add_argument("--stop", type=Path, help="stop once this file exists")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(REPO))
     options = {"go": args.go, "stop": args.stop}
     if args.out == "-":
         annotate_loop(args.db, args.annotator, args.answers, args.seed, sys.stdout, **options)

@@ -10,13 +10,14 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-from conflict_fixture import write_conflict_bundle
 
 from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.results import conflicts as cr
 from annotation.store import Store
 from annotation.work.verification import VerifySession, submit_task
+from tests.helpers.apptest import signed_in
+from tests.helpers.conflict_fixture import write_conflict_bundle
 
 
 def _labels(pairs: list[tuple[bool | None, bool | None]], kind: str = "orientation"):
@@ -148,14 +149,11 @@ def test_cli_writes_the_labels_and_tables(tmp_path):
     assert main(["conflicts", "--db", str(tmp_path / "none.db"), "--out", str(out)]) == 1
 
 
+@pytest.mark.slow
 def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     from pathlib import Path
 
-    from bundles import ensure_account
-    from streamlit.testing.v1 import AppTest
-
-    from annotation.accounts.auth import User
-    from annotation.ui.app_state import sign_in
+    from tests.helpers.bundles import ensure_account
 
     db = tmp_path / "p.db"
     with Store.open(db) as store:
@@ -167,8 +165,7 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     page = str(Path(__file__).resolve().parents[1] / "pages" / "conflict_results.py")
     for name, role in (("boss", "admin"), ("ann1", "annotator")):
         ensure_account(db, name, role)
-    at = AppTest.from_file(page, default_timeout=60)
-    sign_in(at.session_state, User("boss", "admin"))
+    at = signed_in(page, "boss", "admin")
     at.run()
     assert not at.exception
     assert at.title[0].value == "Conflict labels"
@@ -179,8 +176,7 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
         from annotation.work.verification import get_settings
 
         assert get_settings(store).blind is False
-    refused = AppTest.from_file(page, default_timeout=60)
-    sign_in(refused.session_state, User("ann1", "annotator"))
+    refused = signed_in(page, "ann1")
     refused.run()
     assert [e.value for e in refused.error] == ["This page is for admins only."]
     assert not refused.dataframe

@@ -1,14 +1,17 @@
-"""Conflict rules of VIF-Bench (VIF-Bench paper, Section 3.2 and Appendix C.4)."""
+"""Conflict rules of VIF-Bench (VIF-Bench: Evaluating Visual Instruction Following in
+Multi-Reference Image Generation, Section 3.1 and Appendix C.4 "Conflict Detection")."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from annotation.vif.conflicts import (
     CONFLICT_KEYS,
+    YAW_CONFLICT_DEG,
     Decision,
     layout_conflict,
     light_conflict,
@@ -21,8 +24,7 @@ from annotation.vif.conflicts import (
     yaw_difference,
     yaw_side,
 )
-
-SEED = Path("/work/shared/seeds/000_3895e25ad5035ec5.txt")
+from tests.helpers.papers import VIF_BENCH, paper_text
 
 
 @pytest.mark.parametrize(
@@ -208,6 +210,7 @@ def _demo_tasks(tmp_path: Path) -> dict[str, dict]:
     return {r["task_id"]: r for r in rows}
 
 
+@pytest.mark.slow
 def test_demo_tasks(tmp_path: Path) -> None:
     tasks = _demo_tasks(tmp_path)
     # demo-03: cat reference faces left (-35), pyramid 40; night street + light arrow
@@ -233,9 +236,32 @@ def test_demo_tasks(tmp_path: Path) -> None:
     assert task_conflicts(task_prelabels(t2), t2["meta"])["wind"].conflict is True
 
 
-def test_paper_states_the_rules() -> None:
-    if not SEED.exists():
-        pytest.skip("/work/shared is absent")
-    text = SEED.read_text(encoding="utf-8")
-    assert "60^{\\circ}" in text and "yaw $30^{\\circ}$ and yaw $-20^{\\circ}$" in text
-    assert "only $50^{\\circ}$" in text
+def test_the_orientation_rule_on_the_papers_worked_example() -> None:
+    """Appendix C.4, "Orientation conflict": a conflict when the minimum angular difference
+    is >= 60 degrees or the two yaws have opposite signs; yaw 30 against yaw -20 is only 50
+    apart but flipped, hence a conflict. The same 50 degrees on one side is none."""
+    assert YAW_CONFLICT_DEG == 60
+    flipped = orientation_conflict(30, True, -20)
+    assert yaw_difference(30, -20) == pytest.approx(50)
+    assert flipped.conflict is True and "opposite yaw signs" in flipped.rule
+    assert orientation_conflict(30, True, 80).conflict is False  # 50 apart, same side
+    assert orientation_conflict(30, True, 90).conflict is True  # 60 apart, same side
+    assert orientation_conflict(-30, True, 20).conflict is True  # the mirror image
+
+
+def test_the_orientation_rule_is_the_one_the_paper_states() -> None:
+    """The threshold and the worked example read from the paper's text (skipped when the
+    shared folder is absent), then applied to the product's rule."""
+    text = paper_text(VIF_BENCH)
+    rule = text[text.index("C.4 Conflict Detection"):text.index("C.5 Converting")]
+    [threshold] = re.findall(r"source and target is \$\\geq (\d+)\^\{\\circ\}\$", rule)
+    [(a, b)] = re.findall(r"yaw \$(-?\d+)\^\{\\circ\}\$ and yaw \$(-?\d+)\^\{\\circ\}\$", rule)
+    [only] = re.findall(r"the difference is only \$(\d+)\^\{\\circ\}\$", rule)
+    source, target = float(a), float(b)
+    assert float(threshold) == YAW_CONFLICT_DEG
+    assert yaw_difference(source, target) == pytest.approx(float(only))
+    assert float(only) < float(threshold)  # the example is decided by the sign rule alone
+    assert orientation_conflict(source, True, target).conflict is True
+    same_side = source + float(only)
+    assert orientation_conflict(source, True, same_side).conflict is False
+    assert orientation_conflict(source, True, source + float(threshold)).conflict is True

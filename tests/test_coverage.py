@@ -1,6 +1,6 @@
 """Coverage of the report's intervals on simulated studies with a known truth (small, seeded).
 
-A small version of ``benchmarks/coverage.py`` (see ``tests/coverage_sim.py`` for what is
+A small version of ``benchmarks/coverage.py`` (see ``tests/helpers/coverage_sim.py`` for what is
 simulated and how the truth is computed): 150 studies (600 for the cheap checklist alpha
 row), 200 bootstrap resamples, the rows whose interval the audit found wrong. With a true
 coverage of .95 the chance of falling under the loose bound of .90 with 150 studies is about
@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 
-import coverage_sim as sim
 import pytest
+
+from tests.helpers import coverage_sim as sim
 
 STUDIES = 150
 CHEAP_STUDIES = 600  # rows whose builder is fast get more studies: a sharper test

@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_concurrency import (
+
+from tests.test_concurrency import (
     assert_acks_stored,
     integrity,
     read_acks,
@@ -30,7 +31,7 @@ from test_concurrency import (
     worker_env,
 )
 
-from annotation.project_files import build_demo_db
+pytestmark = pytest.mark.slow  # writer processes killed and restarted
 
 ROUNDS = 8
 SEED = 20261130
@@ -71,11 +72,9 @@ def run_and_kill(db: Path, seed: int, delay: float) -> tuple[str, int]:
     return "".join(chunks), printed
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-def test_acknowledged_answers_survive_sigkill(tmp_path: Path) -> None:
-    db = tmp_path / "demo.db"
-    build_demo_db(db)
+def test_acknowledged_answers_survive_sigkill(tmp_path: Path, make_demo_db) -> None:
+    db = make_demo_db(tmp_path / "demo.db")
     rng = random.Random(SEED)
     acks: list[dict] = []
     unacknowledged_rows = 0
@@ -104,10 +103,9 @@ def test_acknowledged_answers_survive_sigkill(tmp_path: Path) -> None:
     assert len(acks) >= ROUNDS * 5
 
 
-def test_the_check_sees_a_missing_answer(tmp_path: Path) -> None:
+def test_the_check_sees_a_missing_answer(tmp_path: Path, make_demo_db) -> None:
     """An acknowledged id that is not in the file fails the check (the test can fail)."""
-    db = tmp_path / "demo.db"
-    build_demo_db(db)
+    db = make_demo_db(tmp_path / "demo.db")
     text, _ = run_and_kill(db, seed=1, delay=0.1)
     acks = read_acks(text)
     assert_acks_stored(db, acks, exact=False)

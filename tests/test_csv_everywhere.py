@@ -17,10 +17,6 @@ import csv
 from pathlib import Path
 
 import pytest
-from bundles import read_jsonl, write_jsonl
-from conflict_fixture import write_conflict_bundle
-from test_hostile_input import _formula_cells, write_hostile_bundle
-from tree_fixture import write_tree_bundle
 
 from annotation.accounts import auth
 from annotation.cli import build_parser, main
@@ -29,6 +25,10 @@ from annotation.store import Store
 from annotation.work import tree_review as tr
 from annotation.work import workflow
 from annotation.work.verification import VerifySession
+from tests.helpers.bundles import read_jsonl, write_jsonl
+from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.helpers.tree_fixture import write_tree_bundle
+from tests.test_hostile_input import _formula_cells, write_hostile_bundle
 
 #: CLI commands that write CSV files, and those that write none (checked below).
 WRITES_CSV = {"report", "conflicts", "trees", "history", "tree"}
@@ -159,6 +159,7 @@ def tree_db(tmp_path) -> Path:
 
 
 # ------------------------------------------------------------------ the commands
+@pytest.mark.slow
 def test_report_csvs(hostile_db, tmp_path):
     out = tmp_path / "report"
     assert main(["report", "--db", str(hostile_db), "--out", str(out), "--bootstrap", "10",
@@ -166,6 +167,7 @@ def test_report_csvs(hostile_db, tmp_path):
     assert_neutral(csv_files(out), ["'-judge-x", "'+metric-y"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["hostile", "conflicts", "trees"])
 def test_history_csv(which, hostile_db, conflict_db, tree_db, tmp_path):
     db = {"hostile": hostile_db, "conflicts": conflict_db, "trees": tree_db}[which]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-from test_formula import EQ5, EXPRS, TEMPLATES
 
 from annotation.trace.decompose import (
     children,
@@ -30,6 +29,7 @@ from annotation.trace.formula import (
     slot_count,
     to_text,
 )
+from tests.test_formula import EQ5, EXPRS, TEMPLATES
 
 
 def _by_id(nodes):
@@ -190,6 +190,7 @@ def test_every_table_5_template_ends_in_single_units(slot, formula):
         assert single_anchor or single_transfer, (formula, to_text(leaf))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(EXPRS)
 def test_tree_invariants(expr):

@@ -106,6 +106,7 @@ def data(demo: Path) -> dict:
 # ----------------------------------------------------------------- build properties
 
 
+@pytest.mark.slow
 def test_two_builds_are_byte_identical(builds: tuple[Path, Path]) -> None:
     a, b = builds
     ta, tb = tree(a), tree(b)
@@ -113,11 +114,13 @@ def test_two_builds_are_byte_identical(builds: tuple[Path, Path]) -> None:
     assert tree_diff(ta, tb) == []
 
 
+@pytest.mark.slow
 def test_bundle_is_small(demo: Path) -> None:
     total = sum(len(v) for v in tree(demo).values())
     assert 100_000 < total < MAX_BYTES, f"demo bundle is {total} bytes"
 
 
+@pytest.mark.slow
 def test_expected_files(demo: Path) -> None:
     for name in (
         "bundle.json",
@@ -129,6 +132,7 @@ def test_expected_files(demo: Path) -> None:
         assert (demo / name).is_file(), name
 
 
+@pytest.mark.slow
 def test_json_is_sorted_and_newline_terminated(demo: Path) -> None:
     for name in ("tasks.jsonl", "outputs.jsonl", "judgments.jsonl", "annotations.jsonl"):
         text = (demo / name).read_text(encoding="utf-8")
@@ -138,6 +142,7 @@ def test_json_is_sorted_and_newline_terminated(demo: Path) -> None:
             assert line == json.dumps(obj, ensure_ascii=False, sort_keys=True), name
 
 
+@pytest.mark.slow
 def test_committed_demo_equals_fresh_build(demo: Path) -> None:
     assert COMMITTED.is_dir(), "data/demo is missing: run python scripts/make_demo.py"
     diff = tree_diff(tree(COMMITTED, pixels=True), tree(demo, pixels=True))
@@ -149,6 +154,7 @@ def test_committed_demo_equals_fresh_build(demo: Path) -> None:
 # -------------------------------------------------------------------- bundle content
 
 
+@pytest.mark.slow
 def test_header(data: dict) -> None:
     b = data["bundle"]
     assert b["name"] == "judge-audit demo"
@@ -188,6 +194,7 @@ def _image_ok(demo: Path, rel: str) -> None:
         assert not im.info.get("exif") and "parameters" not in im.info, rel
 
 
+@pytest.mark.slow
 def test_tasks_and_images(demo: Path, data: dict) -> None:
     tasks = data["tasks"]
     assert 9 <= len(tasks) <= 10
@@ -222,6 +229,7 @@ def test_tasks_and_images(demo: Path, data: dict) -> None:
     assert any("<b>bold?</b>" in t["instruction"] and "**" in t["instruction"] for t in tasks)
 
 
+@pytest.mark.slow
 def test_questions(data: dict) -> None:
     all_ids: set[str] = set()
     negative = dep = 0
@@ -251,6 +259,7 @@ def test_questions(data: dict) -> None:
     assert negative >= 1 and dep >= 1
 
 
+@pytest.mark.slow
 def test_outputs(demo: Path, data: dict) -> None:
     outputs = data["outputs"]
     tasks = {t["task_id"] for t in data["tasks"]}
@@ -278,6 +287,7 @@ def test_outputs(demo: Path, data: dict) -> None:
     assert defects["residue"] >= 1 and defects["misplaced"] >= 1
 
 
+@pytest.mark.slow
 def test_judgments_refer_to_existing_records(data: dict) -> None:
     b = data["bundle"]
     criteria = {c["name"]: c for c in b["criteria"]}
@@ -334,6 +344,7 @@ def test_judgments_refer_to_existing_records(data: dict) -> None:
                 assert keys[(judge, o["output_id"], key)] == 1, (judge, o["output_id"], key)
 
 
+@pytest.mark.slow
 def test_annotations(data: dict) -> None:
     criteria = {c["name"] for c in data["bundle"]["criteria"]}
     outputs = {o["output_id"]: o for o in data["outputs"]}
@@ -388,6 +399,7 @@ def test_annotations(data: dict) -> None:
     ), "not every annotator should have done everything"
 
 
+@pytest.mark.slow
 def test_judges_agree_with_humans_but_not_perfectly(data: dict) -> None:
     """Scores are correlated with the annotators' (shared hidden truth), yet not equal."""
 
@@ -513,6 +525,7 @@ def _decisions(task: dict) -> dict:
     return task_conflicts(task_prelabels(task), task["meta"])
 
 
+@pytest.mark.slow
 def test_published_conflicts_are_the_rules_on_the_demo_prelabels(data: dict) -> None:
     """meta.conflicts is what the pipeline publishes: the rules on the (VLM) pre-labels."""
     from annotation.vif.conflicts import CONFLICT_KEYS
@@ -531,6 +544,7 @@ def test_published_conflicts_are_the_rules_on_the_demo_prelabels(data: dict) -> 
         assert {p[key] for p in published.values()} == {True, False}, key
 
 
+@pytest.mark.slow
 def test_prelabels_are_canonical_and_valid(data: dict) -> None:
     from annotation.formats.validate import prelabel_problems, task_meta_problems
 
@@ -552,6 +566,7 @@ def _subject(task: dict, name: str) -> dict:
     return _decisions(task)["orientation"].values["subjects"][name]
 
 
+@pytest.mark.slow
 def test_borderline_orientation_cases(data: dict) -> None:
     """Appendix C.4 at its edges, with the targets inside the pyramids' |yaw| < 60."""
     tasks = {t["task_id"]: t for t in data["tasks"]}
@@ -574,6 +589,7 @@ def test_borderline_orientation_cases(data: dict) -> None:
     assert across.rule == "opposite yaw signs (left/right flip)"
 
 
+@pytest.mark.slow
 def test_light_wind_and_pose_cases(data: dict) -> None:
     tasks = {t["task_id"]: t for t in data["tasks"]}
     # distinctive light + light arrow (demo-03); distinctive light, no light arrow (demo-07)
@@ -587,6 +603,7 @@ def test_light_wind_and_pose_cases(data: dict) -> None:
     assert _decisions(tasks["demo-04"])["pose"].conflict is False
 
 
+@pytest.mark.slow
 def test_the_deliberately_wrong_prelabels_flip_their_labels(data: dict) -> None:
     """With the value the drawn image supports, the rules give the other label: a verifier
     who corrects the pre-label disagrees with the published label."""

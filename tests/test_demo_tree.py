@@ -11,22 +11,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bundles import ensure_account
 from PIL import Image
-from streamlit.testing.v1 import AppTest
-from test_annotate_page import all_text
 
-from annotation.accounts.auth import User
-from annotation.cli import main
 from annotation.project_files import DEMO_BUNDLE
 from annotation.store import Store
 from annotation.trace import trees
 from annotation.trace.decompose import decompose, node_record, retained_questions
-from annotation.ui.app_state import sign_in
 from annotation.ui.widget_keys import widget_key
 from annotation.work import tree_review as tr
 from scripts.demo import spec as demo_spec
 from scripts.demo import trees as demo_trees
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import ensure_account
+from tests.test_annotate_page import all_text
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "trees.py")
 TASK = "demo-10"
@@ -88,9 +85,9 @@ def bundle() -> dict:
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory) -> Path:
+def demo_db(tmp_path_factory, make_demo_db) -> Path:
     path = tmp_path_factory.mktemp("demo_tree") / "demo.db"
-    assert main(["demo", "--db", str(path), "--quiet"]) == 0
+    make_demo_db(path)
     return path
 
 
@@ -239,11 +236,11 @@ def test_node_outputs_stay_out_of_annotation_and_statistics(demo_db):
     assert not nodes & set(study.judge_answers.output_id)
 
 
+@pytest.mark.slow
 def test_a_demo_annotator_reviews_every_tree(demo_db, monkeypatch):
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(demo_db))
     ensure_account(demo_db, "alice")
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    sign_in(at.session_state, User("alice", "annotator"))
+    at = signed_in(PAGE, "alice")
     at.run()
     seen = []
     for _ in range(len(GENERATORS)):

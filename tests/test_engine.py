@@ -8,7 +8,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from tree_fixture import write_tree_bundle
 
 from annotation.accounts.auth import User
 from annotation.cli import main
@@ -21,6 +20,7 @@ from annotation.ui.app_state import presented_token, sign_in, sign_out
 from annotation.work import engine, workflow
 from annotation.work import tree_review as tr
 from annotation.work import verification as vf
+from tests.helpers.tree_fixture import write_tree_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 

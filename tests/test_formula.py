@@ -263,6 +263,7 @@ def _spell(draw, node) -> str:
     return text
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(EXPRS)
 def test_parse_of_print_is_identity(expr):
@@ -270,6 +271,7 @@ def test_parse_of_print_is_identity(expr):
     assert parse(to_text(expr, ascii=True)) == expr
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_any_legal_spelling_parses_to_its_tree_and_printing_is_idempotent(data):
@@ -283,6 +285,7 @@ def test_any_legal_spelling_parses_to_its_tree_and_printing_is_idempotent(data):
                                                                               ascii=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(EXPRS, min_size=1, max_size=4), st.lists(ATTR, min_size=1, max_size=3))
 def test_slot_count_is_additive(parts, attrs):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_concurrency import make_bundle
 
 from annotation.accounts import auth
 from annotation.cli import main
@@ -17,6 +16,7 @@ from annotation.formats.importers import import_path
 from annotation.store import Store, process_user
 from annotation.store.history import COLUMNS, history
 from annotation.work import workflow
+from tests.test_concurrency import make_bundle
 
 IMPORTED = [  # answers made elsewhere: ann3 changed its mind on t0.q0
     {"annotator": "ann3", "output_id": "t0/g1", "question_id": "t0.q0", "answer": "yes",
@@ -172,17 +172,13 @@ def test_history_cli(project: Store, tmp_path: Path, capsys) -> None:
 
 
 def test_history_includes_verification_and_tree_reviews(tmp_path):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from conflict_fixture import write_conflict_bundle
-    from tree_fixture import write_tree_bundle
-
     from annotation.formats.importers import import_path
     from annotation.store import Store
     from annotation.store.history import history
     from annotation.work import tree_review
     from annotation.work import verification as vf
+    from tests.helpers.conflict_fixture import write_conflict_bundle
+    from tests.helpers.tree_fixture import write_tree_bundle
 
     with Store.open(tmp_path / "h.db") as store:
         import_path(store, write_conflict_bundle(tmp_path / "c"))

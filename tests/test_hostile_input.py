@@ -21,7 +21,18 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from bundles import (
+from google.protobuf.message import Message
+from streamlit.testing.v1 import AppTest
+
+from annotation.cli import main
+from annotation.formats.importers import import_path
+from annotation.records import ImportRefused
+from annotation.store import Store
+from annotation.ui.widget_keys import widget_key
+from annotation.work import workflow
+from annotation.work.verification import VerifySession
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import (
     db_checksum,
     ensure_account,
     make_image,
@@ -29,19 +40,7 @@ from bundles import (
     write_doc_example,
     write_jsonl,
 )
-from conflict_fixture import write_conflict_bundle
-from google.protobuf.message import Message
-from streamlit.testing.v1 import AppTest
-
-from annotation.accounts.auth import User
-from annotation.cli import main
-from annotation.formats.importers import import_path
-from annotation.records import ImportRefused
-from annotation.store import Store
-from annotation.ui.app_state import sign_in
-from annotation.ui.widget_keys import widget_key
-from annotation.work import workflow
-from annotation.work.verification import VerifySession
+from tests.helpers.conflict_fixture import write_conflict_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -197,6 +196,7 @@ def shown_fields(at: AppTest) -> set[str]:
     return {p for p in prefixes if any(p + " " in t and "alert(1)" in t for t in texts)}
 
 
+@pytest.mark.slow
 def test_the_sweep_sees_an_unescaped_payload():
     """The checker itself: raw markup in a caption is a leak, the same text escaped is not."""
     from annotation.ui.widgets import inert, safe_markdown
@@ -215,10 +215,10 @@ def test_the_sweep_sees_an_unescaped_payload():
 
 
 # ------------------------------------------------------------------ pages
+@pytest.mark.slow
 def test_annotate_page_renders_every_hostile_field_inert(hostile_db):
     ensure_account(hostile_db, "viewer")
-    at = AppTest.from_file(str(ROOT / "pages" / "annotate.py"), default_timeout=60)
-    sign_in(at.session_state, User("viewer", "annotator"))
+    at = signed_in(str(ROOT / "pages" / "annotate.py"), "viewer")
     at.run()
     assert not at.exception
     assert at.title[0].value == "Before you start"  # the guidelines first
@@ -253,10 +253,10 @@ def test_annotate_page_renders_every_hostile_field_inert(hostile_db):
         assert list(workflow.flags_df(store).note) == [NOTE]
 
 
+@pytest.mark.slow
 def test_analytics_drilldown_renders_hostile_text_inert(hostile_db):
     ensure_account(hostile_db, "admin", "admin")
-    at = AppTest.from_file(str(ROOT / "pages" / "analytics.py"), default_timeout=120)
-    sign_in(at.session_state, User("admin", "admin"))
+    at = signed_in(str(ROOT / "pages" / "analytics.py"), "admin", "admin", timeout=120)
     at.session_state["an_n_boot"] = 20
     at.run()
     assert not at.exception
@@ -275,10 +275,10 @@ def test_analytics_drilldown_renders_hostile_text_inert(hostile_db):
     assert "-RAWQ" in shown_fields(at)
 
 
+@pytest.mark.slow
 def test_overview_and_sign_in_pages_render_project_texts_inert(hostile_db):
     ensure_account(hostile_db, "admin", "admin")
-    at = AppTest.from_file(str(ROOT / "pages" / "home.py"), default_timeout=60)
-    sign_in(at.session_state, User("admin", "admin"))
+    at = signed_in(str(ROOT / "pages" / "home.py"), "admin", "admin")
     at.run()
     assert not at.exception
     assert markup_leaks(at) == []
@@ -307,8 +307,7 @@ def test_conflicts_page_renders_hostile_text_inert_except_image_captions(tmp_pat
         import_path(store, hostile_conflict_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     ensure_account(db, "verifier")
-    at = AppTest.from_file(str(ROOT / "pages" / "conflicts.py"), default_timeout=60)
-    sign_in(at.session_state, User("verifier", "annotator"))
+    at = signed_in(str(ROOT / "pages" / "conflicts.py"), "verifier")
     at.run()
     assert not at.exception
     assert "IMGLABEL" in shown_fields(at)
@@ -323,8 +322,7 @@ def test_conflicts_page_image_captions_are_escaped(tmp_path, monkeypatch):
         import_path(store, hostile_conflict_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     ensure_account(db, "verifier")
-    at = AppTest.from_file(str(ROOT / "pages" / "conflicts.py"), default_timeout=60)
-    sign_in(at.session_state, User("verifier", "annotator"))
+    at = signed_in(str(ROOT / "pages" / "conflicts.py"), "verifier")
     at.run()
     assert markup_leaks(at) == []
 
@@ -333,6 +331,7 @@ def test_conflicts_page_image_captions_are_escaped(tmp_path, monkeypatch):
 HUNDRED_MB = 100_000_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "line", "field", "anchor"), [
     ("tasks.jsonl", 1, "instruction", '"instruction": "'),
     ("judgments.jsonl", 2, "raw", '"raw": "'),
@@ -365,6 +364,7 @@ def test_a_100_mb_text_field_is_refused_with_its_place(tmp_path, example_bundle,
     assert db_checksum(db) == before
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_100_mb_field_in_bundle_json(tmp_path, example_bundle, capsys):
     header = json.loads((example_bundle / "bundle.json").read_text())
     header["guidelines"] = "y" * HUNDRED_MB
@@ -410,6 +410,7 @@ def _negative_numbers(path: Path) -> list[str]:
                 if c.startswith("-") and c[1:2].isdigit()]
 
 
+@pytest.mark.slow
 def test_report_csvs_neutralize_formulas_and_keep_numbers(tmp_path):
     db = tmp_path / "p.db"
     with Store.open(db) as store:
@@ -493,6 +494,7 @@ def test_analytics_csv_downloads_neutralize_column_names():
     assert "'=cmd()" in header.splitlines()[0]
 
 
+@pytest.mark.slow
 def test_html_payload_in_the_sign_in_name_is_not_rendered(hostile_db):
     at = AppTest.from_file(str(ROOT / "pages" / "login.py"), default_timeout=60).run()
     at.text_input[0].input(PAYLOAD)

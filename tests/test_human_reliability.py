@@ -5,13 +5,12 @@ from __future__ import annotations
 import krippendorff
 import numpy as np
 import pytest
-from fixture_bundles import TIFA, write_tifa_bundle
 
-from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.results.reliability import CHECKLIST, reliability_table
 from annotation.results.study import load_study
 from annotation.store import Store
+from tests.helpers.fixture_bundles import TIFA, write_tifa_bundle
 
 
 @pytest.mark.skipif(not TIFA.exists(), reason="../shared/fixtures/tifa is not at hand")
@@ -29,9 +28,9 @@ def test_tifa_alpha_and_agreement_as_computed_independently(tmp_path):
     assert row.n_items == 800 and row.n_annotators == 2
 
 
-def test_demo_rows_match_the_krippendorff_package(tmp_path):
+def test_demo_rows_match_the_krippendorff_package(tmp_path, make_demo_db):
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         study = load_study(store)
     table = reliability_table(study, n_boot=100, seed=0, by="generator")

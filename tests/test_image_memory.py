@@ -16,13 +16,13 @@ import io
 from collections.abc import Iterator
 
 import pytest
-from bundles import read_jsonl, write_doc_example, write_jsonl
 from PIL import Image, ImageDraw, ImageFile, JpegImagePlugin
 
 from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
 from annotation.ui import render
+from tests.helpers.bundles import read_jsonl, write_doc_example, write_jsonl
 
 SIZE = (3000, 2000)  # 6 Mpx: large against every display size, quick to make
 
@@ -94,6 +94,7 @@ def full_size_work(monkeypatch) -> list[str]:
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["RGB", "RGBA", "LA", "P", "L", "JPEG"])
 @pytest.mark.parametrize("side", [render.STRIP_SIZE, render.LARGE_SIZE, render.ENLARGE_SIZE])
 def test_serving_a_large_image_makes_no_full_size_copy(project, full_size_work, mode, side):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,9 @@ import pytest
 from PIL import Image
 
 from annotation.formats import tiif
+from annotation.formats.importers import import_path
 from annotation.records import ImportRefused, ProjectData
+from annotation.store import Store
 
 SHARED = Path(
     os.environ.get("JUDGE_AUDIT_SHARED") or Path(__file__).resolve().parents[2] / "shared"
@@ -91,6 +92,7 @@ def test_detect(tmp_path: Path) -> None:
     assert not tiif.detect(tmp_path / "nowhere")
 
 
+@pytest.mark.slow
 @needs_fixture
 def test_real_counts(real: ProjectData, results: list[tuple]) -> None:
     """Tasks, questions, outputs and judgments match counts taken from the raw files."""
@@ -125,6 +127,7 @@ def test_real_counts(real: ProjectData, results: list[tuple]) -> None:
     assert counts["judgments"] == sum(expected_judgments.values())
 
 
+@pytest.mark.slow
 @needs_fixture
 @pytest.mark.parametrize("dim", ["style", "real_world"])
 def test_line_idx_indexes_full_test_file(real: ProjectData, results: list[tuple], dim: str) -> None:
@@ -147,6 +150,7 @@ def test_line_idx_indexes_full_test_file(real: ProjectData, results: list[tuple]
         assert all(t.meta["corrspond_idx"] == t.meta["line_idx"] for t in tasks)
 
 
+@pytest.mark.slow
 @needs_fixture
 def test_questions_stripped_and_pass_answers_lowercased(real: ProjectData) -> None:
     """Questions are stripped and expected answers lowercased, one checklist per prompt."""
@@ -171,6 +175,7 @@ def test_questions_stripped_and_pass_answers_lowercased(real: ProjectData) -> No
     assert saw_trailing and saw_mixed_case
 
 
+@pytest.mark.slow
 @needs_fixture
 def test_duplicated_prompt_text_gives_distinct_tasks() -> None:
     """Prompts are keyed by line index, so a repeated prompt text gives two tasks."""
@@ -193,6 +198,7 @@ def test_duplicated_prompt_text_gives_distinct_tasks() -> None:
     assert len({t.task_id for t in project.tasks}) == len(project.tasks) == 2 * 2538
 
 
+@pytest.mark.slow
 @needs_fixture
 def test_splits(real: ProjectData) -> None:
     """``testmini`` gives the same tasks as the results; an unknown split is refused."""
@@ -203,6 +209,7 @@ def test_splits(real: ProjectData) -> None:
         tiif.read(FIXTURE, split="train")
 
 
+@pytest.mark.slow
 @needs_fixture
 def test_judgments_match_files(real: ProjectData, results: list[tuple]) -> None:
     """Each judgment carries the file's answer and its line of ``model_output``."""
@@ -222,14 +229,6 @@ def test_judgments_match_files(real: ProjectData, results: list[tuple]) -> None:
                 assert j.raw == data["model_output"]
                 whole_text += 1
     assert whole_text > 0
-
-
-@needs_fixture
-def test_read_is_fast() -> None:
-    """Reading the whole fixture takes seconds, not minutes."""
-    start = time.perf_counter()
-    tiif.read(FIXTURE)
-    assert time.perf_counter() - start < 10
 
 
 # --------------------------------------------------------------------------- synthetic
@@ -544,17 +543,13 @@ def _independent_agreement() -> tuple[float, int]:
     return equal / len(both), len(both)
 
 
+@pytest.mark.slow
 @needs_fixture
 def test_end_to_end_store_and_judge_agreement(tmp_path: Path, results: list[tuple]) -> None:
     """Import into SQLite; judge agreement from the DB equals the one from the JSON."""
-    store_mod = pytest.importorskip("annotation.store")
-    importers = pytest.importorskip("annotation.formats.importers")
-    if not hasattr(importers, "import_path"):
-        pytest.skip("annotation.formats.importers.import_path not available yet")
-
-    store = store_mod.Store.open(tmp_path / "tiif.sqlite")
+    store = Store.open(tmp_path / "tiif.sqlite")
     try:
-        importers.import_path(store, FIXTURE)
+        import_path(store, FIXTURE)
         counts = store.counts()
         referenced = {(dim, idx) for _j, _m, dim, _v, idx, _p in results}
         n_questions = sum(

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vif_fixture import T1, T2, T3, make_vif_release
 
 from annotation.formats import importers, vif
 from annotation.records import ImportRefused, ProjectData
 from annotation.store import Store
+from tests.helpers.vif_fixture import T1, T2, T3, make_vif_release
 
 SIX = (
     "text_instruction_following",
@@ -877,7 +877,7 @@ def test_bad_conflict_label_lines_are_located_errors(tmp_path: Path) -> None:
     ):
         assert any(p.startswith(start) for p in problems), (start, problems)
     # and the database is left as it was
-    from bundles import db_checksum
+    from tests.helpers.bundles import db_checksum
 
     with Store.open(tmp_path / "project.sqlite") as store:
         before = db_checksum(store.path)

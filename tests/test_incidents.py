@@ -21,15 +21,14 @@ import re
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
-from test_hostile_input import rendered_strings
 
-from annotation.accounts.auth import User
 from annotation.cli import MAX_UPLOAD_MB, main
 from annotation.ui import incidents
-from annotation.ui.app_state import sign_in
 from annotation.work import workflow
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import ensure_account
+from tests.test_hostile_input import rendered_strings
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_PATH = "/srv/secret-server-folder/study_media/ab/abcdef.png"
@@ -37,20 +36,16 @@ INCIDENT = re.compile(r"Something went wrong \(incident ([0-9A-F]{8})\)")
 
 
 @pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
+def demo_db(tmp_path, monkeypatch, make_demo_db) -> Path:
     db = tmp_path / "study.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     ensure_account(db, "incident-annotator")
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     return db
 
 
 def app_as_annotator() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    sign_in(at.session_state, User("incident-annotator", "annotator"))
-    at.session_state["annotate"] = {"annotator": "incident-annotator",
-                                    "guidelines_seen": True}
-    return at
+    return signed_in("app.py", "incident-annotator", guidelines_seen=True)
 
 
 def all_strings(at: AppTest) -> str:

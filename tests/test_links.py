@@ -19,13 +19,13 @@ import re
 from pathlib import Path
 
 import pytest
-from bundles import read_jsonl, write_jsonl
-from test_hostile_input import write_hostile_bundle
 
 from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.store import Store
 from annotation.ui.widgets import WORD_JOINER, inert, safe_markdown
+from tests.helpers.bundles import read_jsonl, write_jsonl
+from tests.test_hostile_input import write_hostile_bundle
 
 URLS = ["https://evil.example/x", "HTTP://Evil.Example/y", "www.evil.example",
         "bad@evil.example", "see https://www.evil.example/z."]
@@ -82,8 +82,9 @@ MARKUP_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot svg *
          === 'italic').map(e => e.tagName + ': ' + e.textContent)"""
 
 
+@pytest.mark.slow
 def test_report_html_draws_no_markup_from_names(tmp_path):
-    shots = pytest.importorskip("test_browser").shots
+    shots = pytest.importorskip("tests.helpers.browser").shots
     sync_api = pytest.importorskip("playwright.sync_api")
     if not os.access(shots.CHROMIUM, os.X_OK):
         pytest.skip("no Chromium")

@@ -9,7 +9,6 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from test_formula import EQ5
 
 from annotation.trace.decompose import decompose, retained_questions
 from annotation.trace.localize import (
@@ -25,6 +24,7 @@ from annotation.trace.localize import (
     instance_results,
     localize,
 )
+from tests.test_formula import EQ5
 
 
 def _results(rows: dict[tuple[str, str], dict[str, bool]]) -> pd.DataFrame:

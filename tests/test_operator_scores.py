@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from annotation.cli import main
 from annotation.results.operators import ALL, operator_scores, operators_table, passes
 from annotation.results.study import load_study
 from annotation.store import Store
@@ -44,9 +43,9 @@ def test_cant_tell_is_no_decision():
     assert set(got.question_id) == {"q1", "q3"}
 
 
-def test_operators_table_on_the_demo(tmp_path):
+def test_operators_table_on_the_demo(tmp_path, make_demo_db):
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         study = load_study(store)
     table = operators_table(study)

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bundles import DOC, db_checksum, make_image, read_jsonl, write_doc_example, write_jsonl
 from PIL import Image
 
 from annotation.formats.bundle import rendered_path, write_bundle
@@ -25,6 +24,14 @@ from annotation.records import ImportRefused
 from annotation.store import Store
 from annotation.vif import draw as vi_draw
 from annotation.vif.conflicts import task_conflicts
+from tests.helpers.bundles import (
+    DOC,
+    db_checksum,
+    make_image,
+    read_jsonl,
+    write_doc_example,
+    write_jsonl,
+)
 
 CYAN = (0, 0xE5, 0xFF)
 YELLOW = (0xFF, 0xD4, 0x00)
@@ -261,6 +268,7 @@ def _count(img: Image.Image, rgb: tuple[int, int, int], tol: int = 12) -> int:
     return len(_where(img, rgb, tol))
 
 
+@pytest.mark.slow
 def test_visual_instructions_are_drawn_from_the_task_meta(store, example_bundle, tmp_path):
     edit_task(example_bundle, _spec_task)
     import_path(store, example_bundle)

@@ -26,15 +26,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account, read_jsonl, write_doc_example, write_jsonl
 from PIL import Image
-from streamlit.testing.v1 import AppTest
 
-from annotation.accounts.auth import User
 from annotation.formats.importers import import_path
 from annotation.records import Annotation, ImportRefused
 from annotation.store import Store
-from annotation.ui.app_state import sign_in
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import ensure_account, read_jsonl, write_doc_example, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -248,6 +246,7 @@ def test_an_import_source_that_reaches_a_project_file_is_refused_before_opening_
     project.assert_intact()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", ["the database", "a hard link to the database",
                                     "the project's folder as a bundle naming the database",
                                     "a TIIF-Bench prompt file linked to the database"])
@@ -264,6 +263,7 @@ def test_a_refused_import_then_a_cli_command_loses_no_acknowledged_answer(projec
     project.assert_intact()
 
 
+@pytest.mark.slow
 def test_the_import_page_refuses_the_database_path_and_no_answer_is_lost(project: Project,
                                                                         monkeypatch):
     """The same sequence through the real Import page (AppTest), then `judge-audit info`,
@@ -271,8 +271,7 @@ def test_the_import_page_refuses_the_database_path_and_no_answer_is_lost(project
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(project.db))
     ensure_account(project.db, "boss", "admin")
     project.answer()
-    at = AppTest.from_file(str(ROOT / "pages" / "import_data.py"), default_timeout=60)
-    sign_in(at.session_state, User("boss", "admin"))
+    at = signed_in(str(ROOT / "pages" / "import_data.py"), "boss", "admin")
     at.run()
     at.text_input[0].input(str(project.db)).run()
     with watching(project.db) as opened:
@@ -306,8 +305,7 @@ def test_an_uploaded_zip_opens_no_project_file(project: Project, monkeypatch, tm
         for path in sorted(source.rglob("*")):
             if path.is_file():
                 zf.write(path, path.relative_to(source).as_posix())
-    at = AppTest.from_file(str(ROOT / "pages" / "import_data.py"), default_timeout=60)
-    sign_in(at.session_state, User("boss", "admin"))
+    at = signed_in(str(ROOT / "pages" / "import_data.py"), "boss", "admin")
     at.run()
     name = f"{project.folder}/../projects/study.db/../good.zip"  # a path: only its name is used
     at.file_uploader[0].upload(name, archive.read_bytes(), "application/zip").run()
@@ -320,6 +318,7 @@ def test_an_uploaded_zip_opens_no_project_file(project: Project, monkeypatch, tm
     project.assert_intact()
 
 
+@pytest.mark.slow
 def test_a_served_project_refuses_every_ordinary_open_of_its_database(project: Project):
     """Layer 3: once the app guards its store (annotation.store.guard.protect, called by
     app_state.open_store), no code of the process can open the database, -wal or -shm with

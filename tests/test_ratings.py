@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from fixture_bundles import TIFA, TIFA_METRICS, write_tifa_bundle
 from scipy import stats
 
-from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.results.ratings import ENSEMBLE, HUMAN_LOO, ratings_table
 from annotation.results.study import load_study
 from annotation.store import Store
+from tests.helpers.fixture_bundles import TIFA, TIFA_METRICS, write_tifa_bundle
 
 # TIFA v1.0, PUBLISHED.md: published "rho" (= Pearson) and Kendall tau-b per metric
 TIFA_PUBLISHED = {
@@ -24,6 +23,7 @@ TIFA_PUBLISHED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not TIFA.exists(), reason="../shared/fixtures/tifa is not at hand")
 def test_tifa_reproduces_the_20_published_values(tmp_path):
     bundle = write_tifa_bundle(tmp_path / "tifa")
@@ -41,9 +41,10 @@ def test_tifa_reproduces_the_20_published_values(tmp_path):
         assert np.isnan(row.mae)  # metrics live on their own scale: no MAE against 1-5
 
 
-def test_rows_against_scipy_and_the_like_for_like_baseline(tmp_path):
+@pytest.mark.slow
+def test_rows_against_scipy_and_the_like_for_like_baseline(tmp_path, make_demo_db):
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         study = load_study(store)
     table = ratings_table(study, n_boot=100, seed=3, by="generator")
@@ -88,11 +89,12 @@ def test_rows_against_scipy_and_the_like_for_like_baseline(tmp_path):
     assert ((ok.srcc_lo <= ok.srcc + 1e-12) & (ok.srcc <= ok.srcc_hi + 1e-12)).all()
 
 
-def test_pairwise_and_pooled_rows_by_hand(tmp_path):
+@pytest.mark.slow
+def test_pairwise_and_pooled_rows_by_hand(tmp_path, make_demo_db):
     from annotation.results.ratings import HUMAN_PAIRWISE, POOLED
 
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         study = load_study(store)
     table = ratings_table(study, n_boot=50, seed=0, by="generator")

@@ -13,11 +13,11 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-from expanded import tails
-from test_reliability_ac1 import make_study
 
 from annotation.results.reliability import CHECKLIST, reliability_table
 from annotation.stats.reliability import alpha_bootstrap, alpha_table
+from tests.helpers.expanded import tails
+from tests.test_reliability_ac1 import make_study
 
 
 def checklist_units(rng: np.random.Generator, n_outputs: int, n_questions: int,
@@ -82,6 +82,7 @@ def test_cluster_bootstrap_equals_package_on_rebuilt_data_same_draws(level):
                                              abs=1e-10)
 
 
+@pytest.mark.slow
 def test_cluster_bootstrap_agrees_with_independent_naive_bootstrap():
     """Own draws (numpy choice of outputs), 2000 resamples each: SD and quantiles agree."""
     rng = np.random.default_rng(33)

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from test_reliability_ac1 import criterion, long_scores, make_study
 
 from annotation.results.reliability import CHECKLIST, COLUMNS, reliability_table
 from annotation.stats import reliability as rel
 from annotation.stats.reliability import alpha_table, icc
+from tests.test_reliability_ac1 import criterion, long_scores, make_study
 
 ORIGINAL = ["criterion", "group", "n_items", "n_annotators", "alpha_interval", "alpha_ordinal",
             "alpha_nominal", "alpha_lo", "alpha_hi", "ci_level", "pct_agreement", "ac1",

@@ -16,12 +16,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from expanded import tails
-from test_reliability_ac1 import criterion, long_scores, make_study
 
 from annotation.results.reliability import reliability_table
 from annotation.stats import reliability as rel
 from annotation.stats.reliability import alpha_table, icc
+from tests.helpers.expanded import tails
+from tests.test_reliability_ac1 import criterion, long_scores, make_study
 
 
 def simulate(rng: np.random.Generator, n_items: int, n_raters: int, per_item: int | None,
@@ -126,6 +126,7 @@ def test_alpha_table_complete_design_keeps_mcgraw_wong_with_f_intervals():
 # --------------------------------------------------------------------------- incomplete designs
 
 
+@pytest.mark.slow
 def test_incomplete_and_disconnected_designs_equal_the_dense_reference():
     rng = np.random.default_rng(43)
     designs = [simulate(rng, 30, 5, 2), simulate(rng, 25, 4, 3), simulate(rng, 40, 6, None)]
@@ -174,6 +175,7 @@ def test_incomplete_design_agrees_with_statsmodels_reml():
     assert ours.icc_a1 == pytest.approx(reml_a1, abs=0.015)
 
 
+@pytest.mark.slow
 def test_method_iii_is_unbiased_and_recovers_known_components():
     """200 simulated incomplete studies: the mean untruncated estimate is the truth (Method
     III is unbiased) within 4 standard errors; one large study: ICC close to the truth."""

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bundles import write_doc_example
 from PIL import Image, ImageDraw
 
 from annotation.formats.importers import import_path
@@ -19,6 +18,7 @@ from annotation.store import Store
 from annotation.ui import render
 from annotation.ui.render import Arrow, Box
 from annotation.vif.draw import ARROW_COLORS, subject_color
+from tests.helpers.bundles import write_doc_example
 
 
 def _rgb(color: str) -> tuple[int, int, int]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from fixture_bundles import TIFA, write_tifa_bundle
 
 from annotation.cli import main
+from tests.helpers.fixture_bundles import TIFA, write_tifa_bundle
 
 COLUMNS = {
     "ratings": ["judge", "criterion", "group", "n_items", "plcc", "plcc_lo", "plcc_hi", "srcc",
@@ -26,9 +26,10 @@ COLUMNS = {
 }
 
 
-def test_report_on_the_demo(tmp_path, capsys):
+@pytest.mark.slow
+def test_report_on_the_demo(tmp_path, capsys, make_demo_db):
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     out = tmp_path / "report"
     assert main(["report", "--db", str(db), "--out", str(out), "--bootstrap", "200",
                  "--seed", "7", "--by", "generator"]) == 0
@@ -59,15 +60,16 @@ def test_report_on_the_demo(tmp_path, capsys):
     assert not (a.srcc_lo.round(12) == b.srcc_lo.round(12)).all()
 
 
-def test_report_refuses_an_unknown_grouping(tmp_path, capsys):
+def test_report_refuses_an_unknown_grouping(tmp_path, capsys, make_demo_db):
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     code = main(["report", "--db", str(db), "--out", str(tmp_path / "r"), "--by", "colour",
                  "--bootstrap", "10", "--quiet"])
     assert code == 2
     assert "--by colour" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not TIFA.exists(), reason="../shared/fixtures/tifa is not at hand")
 def test_tifa_published_values_through_the_command(tmp_path):
     db = tmp_path / "tifa.db"
@@ -91,7 +93,8 @@ def test_tifa_published_values_through_the_command(tmp_path):
     assert round(reliability.alpha_ordinal[0], 4) == 0.7186
 
 
-def test_pair_checklist_pass_rate_with_a_rating(tmp_path):
+@pytest.mark.slow
+def test_pair_checklist_pass_rate_with_a_rating(tmp_path, make_demo_db):
     from scipy import stats
 
     from annotation.results.operators import passes
@@ -99,7 +102,7 @@ def test_pair_checklist_pass_rate_with_a_rating(tmp_path):
     from annotation.store import Store
 
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     out = tmp_path / "r"
     assert main(["report", "--db", str(db), "--out", str(out), "--bootstrap", "50",
                  "--pair", "checklist:text_instruction_following", "--quiet"]) == 0

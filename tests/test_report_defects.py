@@ -14,7 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from study_frames import (
+
+from annotation.results.checklist import checklist_table, mcnemar_table
+from annotation.results.operators import operators_table
+from annotation.results.ratings import HUMAN_LOO, HUMAN_PAIRWISE, ratings_table
+from annotation.results.report import ReportOptions, build_report
+from annotation.results.study import StudyData
+from tests.helpers.study_frames import (
     CRITERION,
     checklist_study,
     criteria_frame,
@@ -24,12 +30,6 @@ from study_frames import (
     questions_frame,
     rating_study,
 )
-
-from annotation.results.checklist import checklist_table, mcnemar_table
-from annotation.results.operators import operators_table
-from annotation.results.ratings import HUMAN_LOO, HUMAN_PAIRWISE, ratings_table
-from annotation.results.report import ReportOptions, build_report
-from annotation.results.study import StudyData
 
 
 def _loo_pairs(humans: pd.DataFrame) -> pd.DataFrame:
@@ -142,6 +142,7 @@ def _naive_bootstrap_t(pairs: pd.DataFrame, n_boot: int, seed: int) -> tuple[flo
     return float(np.tanh(z - hi_t * se)), float(np.tanh(z - lo_t * se))
 
 
+@pytest.mark.slow
 def test_pooled_rows_resample_outputs_not_pairs():
     """Defect 2: the PLCC interval of a leave-one-out row was Fisher's with n = pairs (k per
     output), too narrow (coverage .78-.84 for a nominal .95). Now the studentized cluster
@@ -340,11 +341,10 @@ def test_infinite_scores_are_refused_at_import(tmp_path, value):
     """Defect 8: +-inf scores are refused at import with file:line:field."""
     import json
 
-    from bundles import write_doc_example
-
     from annotation.formats.importers import import_path
     from annotation.records import ImportRefused
     from annotation.store import Store
+    from tests.helpers.bundles import write_doc_example
 
     bundle = write_doc_example(tmp_path / "b")
     path = bundle / "judgments.jsonl"

@@ -8,7 +8,7 @@ Playwright, signs in as the annotator ``alice`` and records every websocket fram
 DOM's attributes:
 
 * item 1: no frame, element id, key or data attribute holds a generator, a judge, an output
-  id or a sha256 / sha1 / md5 prefix of one (``tests/exposure.py``);
+  id or a sha256 / sha1 / md5 prefix of one (``tests/helpers/exposure.py``);
 * item 2: no frame holds the server's folders (the app's, the project's) or a traceback;
   a page error and a callback error (made on purpose by a ``sitecustomize`` that the test
   puts on the server's ``PYTHONPATH``: a library call raises with a path in its message
@@ -28,16 +28,16 @@ import sqlite3
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from exposure import leaks, secrets_of
-from test_browser import idle, keyboard_sign_in, press, shots, stop, sync_api, wait_until
 
-from annotation.cli import main
+from tests.helpers.browser import idle, press, shots, sign_in, stop, sync_api, wait_until
+from tests.helpers.exposure import leaks, secrets_of
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIL = " See https://evil.example/x, HTTP://Evil.Example/y, www.evil.example or bad@evil.example."
@@ -90,9 +90,8 @@ def add_urls(db: Path) -> None:
 
 
 class Server:
-    def __init__(self, tmp: Path) -> None:
-        self.db = tmp / "study.db"
-        assert main(["demo", "--db", str(self.db), "--quiet"]) == 0
+    def __init__(self, tmp: Path, make_demo_db: Callable[[Path], Path]) -> None:
+        self.db = make_demo_db(tmp / "study.db")
         add_urls(self.db)
         custom = tmp / "custom"
         custom.mkdir()
@@ -118,8 +117,8 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    served = Server(tmp_path_factory.mktemp("served"))
+def server(tmp_path_factory, make_demo_db):
+    served = Server(tmp_path_factory.mktemp("served"), make_demo_db)
     try:
         shots.wait_healthy(served.port, timeout=90)
         yield served
@@ -244,7 +243,7 @@ def test_an_annotators_browser_gets_no_secret_no_path_and_no_link(server):
         page.locator("input[aria-label='Name']").wait_for(timeout=60_000)
         wait_until(page, lambda: settled(page, "evil.example"), "the project name")
         assert page.evaluate(DATA_LINKS_JS) == [], "sign-in page"
-        keyboard_sign_in(page)
+        sign_in(page)
         start = page.get_by_role("button", name="I have read the guidelines")
         wait_until(page, lambda: idle(page) and start.count() == 1, "the guidelines")
         assert "bad@evil.example" in shown_text(page)  # shown, as text
@@ -291,7 +290,7 @@ def test_an_annotators_browser_gets_no_secret_no_path_and_no_link(server):
 def test_errors_show_an_incident_id_and_log_the_traceback(server):
     def scenario(page: Any, recorder: Recorder) -> None:
         page.goto(server.url + "/")
-        keyboard_sign_in(page)
+        sign_in(page)
         past_guidelines(page)
         submit = page.get_by_role("button", name="Submit item")
         wait_until(page, lambda: idle(page) and submit.count() == 1, "an item")

@@ -4,7 +4,7 @@ placeholder for that image alone (issue #12, items 3 and 4).
 Item 3: "a JPEG reached the annotator with ``gpt-image-1`` and ``OpenAI`` in its EXIF and
 comment; a PNG with ``nano-banana`` in a text chunk; a PNG with HTML appended was served
 unchanged". The pages run in AppTest on a project imported from real hostile files
-(tests/hostile_images.py); every image element's bytes are taken from Streamlit's media
+(tests/helpers/hostile_images.py); every image element's bytes are taken from Streamlit's media
 storage, exactly what the server would send, and searched for any trace of the original:
 the annotate page in every view (strip, output, layout overlay, compare with each input,
 enlarge), the verification page and the diagnostic-tree page (its image and the
@@ -27,23 +27,26 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account, read_jsonl
-from conflict_fixture import write_conflict_bundle
 from google.protobuf.message import Message
-from hostile_images import hostile_jpeg, hostile_png, traces, write_hostile_image_bundle
 from PIL import Image
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
-from tree_fixture import write_tree_bundle
 
-from annotation.accounts.auth import User
 from annotation.formats.importers import import_path
-from annotation.project_files import build_demo_db
 from annotation.store import Store
 from annotation.ui import render
-from annotation.ui.app_state import sign_in
 from annotation.ui.widget_keys import widget_key
 from annotation.work import workflow
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import read_jsonl
+from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.helpers.hostile_images import (
+    hostile_jpeg,
+    hostile_png,
+    traces,
+    write_hostile_image_bundle,
+)
+from tests.helpers.tree_fixture import write_tree_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "pages"
@@ -122,10 +125,7 @@ def assert_clean(images: list[bytes]) -> None:
 
 
 def page_as(page: str, name: str, db: Path) -> AppTest:
-    ensure_account(db, name)
-    at = AppTest.from_file(str(PAGES / page), default_timeout=60)
-    sign_in(at.session_state, User(name, "annotator"))
-    return at
+    return signed_in(str(PAGES / page), name, db=db)
 
 
 def button(at: AppTest, label: str):
@@ -154,6 +154,7 @@ def test_the_checker_finds_every_trace_in_the_imported_files(hostile_db):
         assert expected in found, (expected, found)
 
 
+@pytest.mark.slow
 def test_every_view_of_the_annotate_page_sends_pixels_only(hostile_db, media):
     at = page_as("annotate.py", "ann", hostile_db)
     at.run()
@@ -192,6 +193,7 @@ def test_every_view_of_the_annotate_page_sends_pixels_only(hostile_db, media):
     assert str(hostile_db.parent) not in strings and "_media" not in strings
 
 
+@pytest.mark.slow
 def test_every_stored_image_at_every_size_is_pixels_only(hostile_db):
     """The one function every page uses, on every stored image (small ones included: a
     300x300 RGBA PNG with HTML after IEND was served as stored before), at every size a
@@ -294,9 +296,8 @@ def test_the_cache_holds_clean_files_named_by_content_only(hostile_db):
 
 # ------------------------------------------------------------------ item 4: placeholders
 @pytest.fixture
-def demo_db(tmp_path, monkeypatch) -> Path:
-    db = tmp_path / "demo.db"
-    build_demo_db(db)
+def demo_db(tmp_path, monkeypatch, make_demo_db) -> Path:
+    db = make_demo_db(tmp_path / "demo.db")
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     return db
 
@@ -339,6 +340,7 @@ def assert_answerable_and_flaggable(at: AppTest, db: Path) -> None:
         assert list(flags.reason) == ["broken_image"]
 
 
+@pytest.mark.slow
 def test_a_moved_media_folder_shows_placeholders_and_the_item_works(demo_db, media, caplog):
     shutil.move(demo_db.with_name("demo_media"), demo_db.with_name("moved_media"))
     with caplog.at_level(logging.WARNING, logger="annotation.ui.render"):
@@ -352,6 +354,7 @@ def test_a_moved_media_folder_shows_placeholders_and_the_item_works(demo_db, med
     assert_answerable_and_flaggable(at, demo_db)
 
 
+@pytest.mark.slow
 def test_damaged_images_are_placeholders_and_only_they(demo_db, media):
     """Every output's file overwritten with garbage, every Image_0 truncated: the output
     and Image_0 are placeholders, every other input is a real image."""

@@ -25,11 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from bundles import db_checksum, ensure_account
-from conflict_fixture import write_conflict_bundle
 from streamlit.testing.v1 import AppTest
-from test_access_control import answer_everything, write_secret_bundle
-from tree_fixture import write_tree_bundle
 
 from annotation.accounts import auth
 from annotation.accounts.auth import User
@@ -38,11 +34,15 @@ from annotation.records import Annotation
 from annotation.store import Store
 from annotation.store import accounts as accounts_store
 from annotation.store.accounts import AccountRows
-from annotation.ui.app_state import sign_in
 from annotation.work import engine, workflow
 from annotation.work import tree_review as tr
 from annotation.work import verification as vf
 from annotation.work.workflow import AnnotationSession
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import db_checksum, ensure_account
+from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.helpers.tree_fixture import write_tree_bundle
+from tests.test_access_control import answer_everything, write_secret_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 PW = "tulip orbit cactus ninety"
@@ -112,8 +112,7 @@ def page_as(page: str, name: str) -> AppTest:
     """``page`` in a new browser session where ``name`` (with its role) is signed in."""
     with Store.open(Path(os.environ["JUDGE_AUDIT_DB"])) as store:
         account = auth.get_user(store, name)
-    at = AppTest.from_file(str(ROOT / page), default_timeout=60)
-    sign_in(at.session_state, User(name, account.role))
+    at = signed_in(str(ROOT / page), name, account.role)
     return at
 
 
@@ -175,6 +174,7 @@ def test_annotate_the_next_answer_after_the_change_writes_nothing(project, name,
         assert len(mine(store, name)) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "change"), CHANGES)
 def test_annotate_the_submission_after_the_change_writes_nothing(project, name, change):
     at = page_as("pages/annotate.py", name)
@@ -191,6 +191,7 @@ def test_annotate_the_submission_after_the_change_writes_nothing(project, name, 
                                       [name]).fetchone()
 
 
+@pytest.mark.slow
 def test_annotate_a_flag_after_disabling_writes_nothing(project):
     at = page_as("pages/annotate.py", "ann-a")
     at.session_state["annotate"] = {"annotator": "ann-a", "guidelines_seen": True}
@@ -209,6 +210,7 @@ def verdict_buttons(at: AppTest) -> list:
                                                         "No conflict"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "change"), CHANGES)
 def test_verify_the_next_verdict_after_the_change_writes_nothing(verify_db, name, change):
     at = page_as("pages/conflicts.py", name).run()
@@ -226,6 +228,7 @@ def test_verify_the_next_verdict_after_the_change_writes_nothing(verify_db, name
     assert_signed_out(at)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "change"), CHANGES)
 def test_verify_a_changed_reading_after_the_change_writes_nothing(verify_db, name, change):
     at = page_as("pages/conflicts.py", name).run()
@@ -242,6 +245,7 @@ def test_verify_a_changed_reading_after_the_change_writes_nothing(verify_db, nam
     assert_signed_out(at)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "change"), CHANGES)
 def test_trees_the_next_review_after_the_change_writes_nothing(tree_db, name, change):
     at = page_as("pages/trees.py", name).run()
@@ -526,6 +530,7 @@ def test_two_tabs_of_one_annotator_never_silently_replace_an_answer(fresh):
         assert list(history[history.question_id == question].answer) == ["yes", "no"]
 
 
+@pytest.mark.slow
 def test_two_tabs_in_the_app(fresh):
     """Two AppTest instances of one annotator on the same item: the second tab's click on
     what it showed is refused and the tab shows the current answer."""

@@ -23,36 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import (
-    ROOT,
-    answer_open_targets,
-    idle,
-    press,
-    serve_and_run,
-    wait_next_item,
-    wait_until,
-)
 
 from annotation.store import Store
 from annotation.store import accounts as accounts_store
 from annotation.work import workflow
+from tests.helpers.browser import NAME_FIELD, ROOT, SIGNED_IN_AS, idle, press, sign_in, wait_until
+from tests.test_browser import answer_open_targets, serve_and_run, wait_next_item
 
-pytestmark = pytest.mark.browser
-
-NAME_FIELD = "input[aria-label='Name']"
-SIGNED_IN_AS = "[data-testid='stSidebar'] >> text=Signed in as"
-
-
-def sign_in(page: Any, name: str, password: str) -> None:
-    """Type name and password into the sign-in form and press Enter; wait for the menu."""
-    page.locator(NAME_FIELD).wait_for(timeout=60_000)
-    wait_until(page, lambda: idle(page), "the sign-in page", timeout=60)
-    page.fill(NAME_FIELD, name)
-    page.fill("input[type='password']", password)
-    page.locator("input[type='password']").press("Enter")
-    page.wait_for_selector(SIGNED_IN_AS, timeout=60_000)
-    wait_until(page, lambda: idle(page), "the first page after signing in", timeout=60)
-
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 def signed_in_as(page: Any) -> str | None:
     """The name the sidebar says is signed in, or None."""

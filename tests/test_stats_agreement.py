@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from vectors import VECTORS, computed_tol, published_tol
 
 from annotation.stats.agreement import (
     bennett_s,
@@ -29,6 +28,7 @@ from annotation.stats.agreement import (
     wilson_interval,
 )
 from annotation.stats.reliability import krippendorff_alpha
+from tests.helpers.vectors import VECTORS, computed_tol, published_tol
 
 TABLE_NAMES = [
     "Cohen1960_p45",

@@ -19,9 +19,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-from expanded import tails
 from scipy import stats
-from vectors import SHARED, VECTORS, computed_tol, published_tol
 
 from annotation.stats import reliability
 from annotation.stats.reliability import (
@@ -36,6 +34,8 @@ from annotation.stats.reliability import (
     krippendorff_alpha,
     multirater_agreement,
 )
+from tests.helpers.expanded import tails
+from tests.helpers.vectors import SHARED, VECTORS, computed_tol, published_tol
 
 IMAGENHUB = SHARED / "fixtures" / "imagenhub"
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from annotation.cli import main
 from annotation.records import Annotation
 from annotation.results.study import load_study
 from annotation.store import Store
 from annotation.trace.trees import node_output_ids
 
 
-def test_load_study_on_the_demo(tmp_path):
+def test_load_study_on_the_demo(tmp_path, make_demo_db):
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     with Store.open(db) as store:
         counts = store.counts()
         study = load_study(store)

@@ -3,7 +3,7 @@ outputs (``meta.node``) are checked at import, located by file, line and field, 
 refused import leaves the database exactly as it was (docs/bundle-format.md, "TRACE-Bench
 diagnostic trees").
 
-Every case starts from the tree fixture (``tests/tree_fixture.py``: task ``tr1`` with the
+Every case starts from the tree fixture (``tests/helpers/tree_fixture.py``: task ``tr1`` with the
 formula ``C(f1⊕g1, f2)⊕g_style``, node outputs N1, N2a, N2b, N3a1 of generator ``m``, and a
 task ``plain`` without a tree), written with real PNG images, and changes one thing.
 """
@@ -18,13 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bundles import DOC, db_checksum, make_image, read_jsonl, write_doc_example, write_jsonl
-from tree_fixture import FORMULA, write_tree_bundle
 
 from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
 from annotation.trace import trees
+from tests.helpers.bundles import (
+    DOC,
+    db_checksum,
+    make_image,
+    read_jsonl,
+    write_doc_example,
+    write_jsonl,
+)
+from tests.helpers.tree_fixture import FORMULA, write_tree_bundle
 
 TSK, OUT = "tasks.jsonl", "outputs.jsonl"
 #: outputs.jsonl of the fixture: line -> node (line 1 is the root output, 6 the plain task's)
@@ -271,6 +278,7 @@ TREE_CASES: list[tuple[str, bool, Callable, str]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("explicit", "change", "expected"),
                          [case[1:] for case in TREE_CASES], ids=[c[0] for c in TREE_CASES])
 def test_a_bad_tree_is_refused_at_its_field(tmp_path, loaded_db, explicit, change, expected):

@@ -7,10 +7,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from bundles import write_jsonl
-from test_formula import EQ5
-
 from annotation.cli import main
+from tests.helpers.bundles import write_jsonl
+from tests.test_formula import EQ5
 
 FIGURE_10_IDS = ["N0", "N1", "N2a", "N2b", "N3a", "N3b1", "N3b2", "N3b3", "N4a", "N4b"]
 

@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from tree_fixture import write_tree_bundle
 
 from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.results import trees as res
 from annotation.store import Store
 from annotation.work import tree_review as tr
+from tests.helpers.apptest import signed_in
+from tests.helpers.tree_fixture import write_tree_bundle
 
 P, NAF = tr.PERSISTENT, tr.NOT_A_FAILURE
 GR, JC, RA = "Global Reference", "Joint Composition", "Relation / Attribute"
@@ -363,12 +364,10 @@ def test_progress_counts_towards_the_overlap(tmp_path):
 
 
 # ------------------------------------------------------------------ the admin page
+@pytest.mark.slow
 def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
-    from bundles import ensure_account
-    from streamlit.testing.v1 import AppTest
 
-    from annotation.accounts.auth import User
-    from annotation.ui.app_state import sign_in
+    from tests.helpers.bundles import ensure_account
 
     db = _project(tmp_path)
     with Store.open(db) as store:
@@ -377,8 +376,7 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     page = str(Path(__file__).resolve().parents[1] / "pages" / "tree_results.py")
     for name, role in (("boss", "admin"), ("r1", "annotator")):
         ensure_account(db, name, role)
-    at = AppTest.from_file(page, default_timeout=60)
-    sign_in(at.session_state, User("boss", "admin"))
+    at = signed_in(page, "boss", "admin")
     at.run()
     assert not at.exception
     assert at.title[0].value == "Tree localization"
@@ -393,8 +391,7 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     with Store.open(db) as store:
         settings = tr.get_settings(store)
     assert (settings.overlap, settings.judge) == (2, "gpt-5")
-    refused = AppTest.from_file(page, default_timeout=60)
-    sign_in(refused.session_state, User("r1", "annotator"))
+    refused = signed_in(page, "r1")
     refused.run()
     assert [e.value for e in refused.error] == ["This page is for admins only."]
     assert not refused.dataframe

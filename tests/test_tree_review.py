@@ -8,17 +8,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account
 from streamlit.testing.v1 import AppTest
-from test_annotate_page import all_text
-from tree_fixture import EXPECTED, write_tree_bundle
 
-from annotation.accounts.auth import User
 from annotation.formats.importers import import_path
 from annotation.store import Store
 from annotation.trace import trees
-from annotation.ui.app_state import sign_in
 from annotation.work import tree_review as tr
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import ensure_account
+from tests.helpers.tree_fixture import EXPECTED, write_tree_bundle
+from tests.test_annotate_page import all_text
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "trees.py")
 
@@ -138,11 +137,11 @@ def test_review_table_like_the_paper(tdb):
 # ------------------------------------------------------------------ the page
 def review_as(name: str) -> AppTest:
     ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), name)
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    sign_in(at.session_state, User(name, "annotator"))
+    at = signed_in(PAGE, name)
     return at.run()
 
 
+@pytest.mark.slow
 def test_page_hides_the_automatic_localization_until_answered(tdb):
     at = review_as("rev1")
     assert not at.exception

@@ -8,18 +8,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account
-from conflict_fixture import write_conflict_bundle
 from streamlit.testing.v1 import AppTest
-from test_annotate_page import all_text
 
-from annotation.accounts.auth import User
 from annotation.formats.importers import import_path
 from annotation.store import Store
-from annotation.ui.app_state import sign_in
 from annotation.ui.widget_keys import widget_key
 from annotation.work import verification as vf
 from annotation.work.verification import VerifySession
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import ensure_account
+from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.test_annotate_page import all_text
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "conflicts.py")
 
@@ -162,8 +161,7 @@ def test_submit_requires_every_reading_and_verdict(vdb):
 # ------------------------------------------------------------------ the page
 def verify_as(name: str) -> AppTest:
     ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), name)
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    sign_in(at.session_state, User(name, "annotator"))
+    at = signed_in(PAGE, name)
     return at.run()
 
 
@@ -235,6 +233,7 @@ def test_page_correction_is_stored_with_the_corrected_label_and_note(vdb):
     assert "Verified label" in all_text(at)
 
 
+@pytest.mark.slow
 def test_page_resumes_the_same_task_with_the_readings_given(vdb):
     at = verify_as("ann1")
     task = page_task(at)
@@ -249,6 +248,7 @@ def test_page_resumes_the_same_task_with_the_readings_given(vdb):
     assert len(chosen) == 1
 
 
+@pytest.mark.slow
 def test_page_submits_every_task_then_says_done(vdb):
     at = verify_as("ann1")
     seen = []

@@ -7,7 +7,7 @@ the widget keys the browser receives. Each annotator page (annotate, verify conf
 labels, review diagnostic trees) runs through AppTest on the real demo project; every
 widget key, element id and other string of every rendered element is searched for the
 project's generators, judges and output ids and for any sha256 / sha1 / md5 prefix of them
-(``tests/exposure.py``). The browser side (websocket frames, DOM) is
+(``tests/helpers/exposure.py``). The browser side (websocket frames, DOM) is
 ``tests/test_served.py``.
 """
 
@@ -16,23 +16,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bundles import ensure_account
-from exposure import leaks, secrets_of
 from streamlit.testing.v1 import AppTest
-from test_hostile_input import rendered_strings
 
-from annotation.accounts.auth import User
-from annotation.cli import main
-from annotation.ui.app_state import sign_in
 from annotation.ui.widget_keys import SECRET_STATE_KEY, opaque, widget_key
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import ensure_account
+from tests.helpers.exposure import leaks, secrets_of
+from tests.test_hostile_input import rendered_strings
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory) -> Path:
+def demo_db(tmp_path_factory, make_demo_db) -> Path:
     db = tmp_path_factory.mktemp("keys") / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     return db
 
 
@@ -60,8 +58,7 @@ def element_ids(at: AppTest) -> list[str]:
 def page(db: Path, name: str, file: str, monkeypatch) -> AppTest:
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     ensure_account(db, name)
-    at = AppTest.from_file(str(ROOT / "pages" / file), default_timeout=60)
-    sign_in(at.session_state, User(name, "annotator"))
+    at = signed_in(str(ROOT / "pages" / file), name)
     return at
 
 
@@ -99,6 +96,7 @@ def test_annotate_page_keys_and_ids_reveal_no_generator(demo_db, monkeypatch):
     assert leaks(ids_and_keys(at), secrets) == []
 
 
+@pytest.mark.slow
 def test_annotate_keys_differ_between_sessions_and_hold_across_reruns(demo_db, monkeypatch):
     """Per-session secrets: two sessions on the same item get different keys; one session
     keeps its keys from run to run (so widget state survives reruns)."""
@@ -131,6 +129,7 @@ def test_conflicts_page_keys_and_ids_reveal_no_generator(demo_db, monkeypatch):
     assert leaks(ids_and_keys(at), secrets) == []
 
 
+@pytest.mark.slow
 def test_trees_page_keys_and_ids_reveal_no_generator(demo_db, monkeypatch):
     secrets = secrets_of(demo_db)
     at = page(demo_db, "keys-reviewer", "trees.py", monkeypatch).run()

@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from annotation.cli import main
 from annotation.store import Store
 from annotation.work import checklist, workflow
 from annotation.work.checklist import QuestionView
@@ -16,9 +15,9 @@ T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def demo(tmp_path) -> Store:
+def demo(tmp_path, make_demo_db) -> Store:
     db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+    make_demo_db(db)
     store = Store.open(db)
     yield store
     store.close()

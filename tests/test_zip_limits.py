@@ -6,7 +6,7 @@ by the app; a zip of 100,000 files was accepted; an encrypted zip raised an unca
 ``RuntimeError`` on the Import page and in the CLI.
 
 Real archives: the documented example bundle plus the bomb, written byte by byte
-(tests/zips.py) so one 10 KB compressed member serves 300 times, and an encrypted zip made
+(tests/helpers/zips.py) so one 10 KB compressed member serves 300 times, and an encrypted zip made
 with the traditional PKWARE cipher, which :mod:`zipfile` itself decrypts with the password.
 "Before extraction" is checked three ways: an audit hook refuses (and records) any open of
 a file for writing inside an extraction folder; the CLI runs in a subprocess that may write
@@ -26,16 +26,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from bundles import db_checksum, ensure_account, write_doc_example
-from streamlit.testing.v1 import AppTest
-from zips import RawMember, bundle_members, deflated, write_raw_zip, zeros
 
-from annotation.accounts.auth import User
 from annotation.formats import bundle
 from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
-from annotation.ui.app_state import sign_in
+from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import db_checksum, ensure_account, write_doc_example
+from tests.helpers.zips import RawMember, bundle_members, deflated, write_raw_zip, zeros
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 1024 * 1024
@@ -147,6 +145,7 @@ def test_300_members_of_10_mib_are_refused_before_extraction(tmp_path, example, 
     assert list(dest.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_the_bomb_without_writing_a_big_file(tmp_path, example):
     archive = bomb_zip(tmp_path, example)
     db = new_db(tmp_path / "p.db")
@@ -166,8 +165,7 @@ def test_the_import_page_refuses_an_uploaded_bomb(tmp_path, example, monkeypatch
     db = tmp_path / "p.db"
     ensure_account(db, "boss", "admin")
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
-    at = AppTest.from_file(str(ROOT / "pages" / "import_data.py"), default_timeout=60)
-    sign_in(at.session_state, User("boss", "admin"))
+    at = signed_in(str(ROOT / "pages" / "import_data.py"), "boss", "admin")
     at.run()
     before = db_checksum(db)  # after signing in, which writes the session's row
     at.file_uploader[0].upload("bomb.zip", archive.read_bytes(), "application/zip").run()
@@ -180,6 +178,7 @@ def test_the_import_page_refuses_an_uploaded_bomb(tmp_path, example, monkeypatch
 
 
 # ------------------------------------------------------------------ many members
+@pytest.mark.slow
 def test_100000_members_are_refused_before_the_directory_is_parsed(tmp_path, example,
                                                                    extraction, monkeypatch):
     archive = many_members_zip(tmp_path, example)
@@ -202,6 +201,7 @@ def test_100000_members_are_refused_before_the_directory_is_parsed(tmp_path, exa
     assert done.returncode == 1 and "100,009 members, more than the limit" in done.stderr
 
 
+@pytest.mark.slow
 def test_an_end_record_that_understates_the_members_is_caught_after_parsing(tmp_path, example,
                                                                           extraction):
     members = bundle_members(example)
@@ -264,6 +264,7 @@ def test_an_encrypted_zip_is_refused_with_a_message(tmp_path, example, extractio
     assert extraction == []
 
 
+@pytest.mark.slow
 def test_the_cli_and_the_import_page_refuse_an_encrypted_zip(tmp_path, example, monkeypatch):
     archive = encrypted_zip(tmp_path, example)
     db = tmp_path / "p.db"
@@ -275,8 +276,7 @@ def test_the_cli_and_the_import_page_refuse_an_encrypted_zip(tmp_path, example, 
     assert "locked.zip: annotations.jsonl: the member is encrypted" in done.stderr
     assert db_checksum(db) == before
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
-    at = AppTest.from_file(str(ROOT / "pages" / "import_data.py"), default_timeout=60)
-    sign_in(at.session_state, User("boss", "admin"))
+    at = signed_in(str(ROOT / "pages" / "import_data.py"), "boss", "admin")
     at.run()
     before = db_checksum(db)  # after signing in, which writes the session's row
     at.file_uploader[0].upload("locked.zip", archive.read_bytes(), "application/zip").run()

@@ -540,7 +540,7 @@ def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProbe
                 file = _image_path(rd, root, probe, rel, where, prefix + "path")
             if file is None or role is None or task_id is None:
                 continue
-            task_images.append(TaskImage(task_id, i, role, rel, file, kind, label,
+            task_images.append(TaskImage(task_id, i, role, rel, file, kind, label,  # type: ignore[arg-type]
                                          image_meta, origin=where))
         questions = obj.get("questions")
         parsed: list[Question] = []
@@ -923,7 +923,7 @@ def write_bundle(project: ProjectData, out: Path) -> dict[str, int]:
             shutil.copyfile(file.source, target)
         return path
 
-    header = {
+    header: dict[str, Any] = {
         "format": FORMAT,
         "name": project.name,
         "benchmark": project.benchmark,

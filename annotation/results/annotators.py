@@ -38,6 +38,8 @@ look at the annotator's answers before discarding anything:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -109,7 +111,7 @@ def annotators_table(study: StudyData) -> pd.DataFrame:
         own_scores = scores[scores.annotator == name]
         own_answers = answers[answers.annotator == name]
         own_decided = decided[decided.annotator == name]
-        row: dict[str, object] = {
+        row: Any = {
             "annotator": name,
             "n_items": len(set(own_scores.output_id) | set(own_answers.output_id)),
             "n_scores": len(own_scores),
@@ -155,7 +157,7 @@ def annotators_table(study: StudyData) -> pd.DataFrame:
     flags_col, notes_col = [], []
     for i, row in table.iterrows():
         flags: list[str] = []
-        notes: list[str] = []
+        notes = []
         for c in criteria:
             r = row[f"r_{c}"]
             others = table.loc[table.index != i, f"r_{c}"].dropna()

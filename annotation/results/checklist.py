@@ -101,7 +101,7 @@ def _vote_counts(decided: pd.DataFrame) -> pd.DataFrame:
 
 
 def _strict_majority(n_yes: pd.Series, n_no: pd.Series) -> pd.Series:
-    out = pd.Series(np.where(n_yes > n_no, "yes", np.where(n_no > n_yes, "no", None)),
+    out = pd.Series(np.where(n_yes > n_no, "yes", np.where(n_no > n_yes, "no", None)),  # type: ignore[call-overload]
                     index=n_yes.index, dtype=object)
     return out.where(out.notna(), None)
 

@@ -106,7 +106,7 @@ def _score_row(name: str, auto: pd.Series, verified: pd.Series) -> dict[str, Any
     tp, fp = int((a & v).sum()), int((a & ~v).sum())
     fn, tn = int((~a & v).sum()), int((~a & ~v).sum())
     n = tp + fp + fn + tn
-    stats = binary_agreement(list(a), list(v), positive=True).iloc[0] if n else None
+    stats: Any = binary_agreement(list(a), list(v), positive=True).iloc[0] if n else None
 
     def ratio(x: int, y: int) -> float:
         return x / y if y else math.nan

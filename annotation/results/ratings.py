@@ -165,7 +165,7 @@ def _row(judge: str, criterion: str, group: str, reference: str, x: np.ndarray,
     }
     if not same_scale:
         row["mae"] = row["bias"] = np.nan
-        row["note"] = "; ".join(p for p in (row["note"], "judge on its own scale: no MAE or "
+        row["note"] = "; ".join(str(p) for p in (row["note"], "judge on its own scale: no MAE or "
                                             "bias") if p)
     return row
 
@@ -359,7 +359,7 @@ def pass_rate_rows(study: StudyData, criteria: list[str], *, n_boot: int = 1000,
                            scores[common].to_numpy(), mean[common].to_numpy(),
                            common.to_numpy(), same_scale=True, n_boot=n_boot, seed=seed)
                 row["mae"] = row["bias"] = np.nan
-                row["note"] = "; ".join(p for p in (row["note"], "pass rate (0-1) against a "
+                row["note"] = "; ".join(str(p) for p in (row["note"], "pass rate (0-1) against a "
                                                     "rating: no MAE or bias") if p)
                 rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)

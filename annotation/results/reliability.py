@@ -141,7 +141,8 @@ def reliability_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
             if part.annotator.nunique() < 2:
                 continue
             stats = alpha_table(part, item_col="item", rater_col="annotator", value_col="value",
-                                n_boot=n_boot, seed=seed, ci_level=src.level,
+                                n_boot=n_boot, seed=seed,
+                                ci_level=src.level,  # type: ignore[arg-type]
                                 categories=src.categories, continuous=src.continuous,
                                 cluster_col="output_id", cluster_noun="outputs").iloc[0]
             row: dict[str, object] = {"criterion": src.criterion, "group": group}

@@ -34,6 +34,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -172,7 +173,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
     """Every table of the report, by name (:data:`TABLES`). The checklist decisions are
     scored once (:func:`annotation.results.checklist.study_decisions`) for every table
     that reads them."""
-    boot = {"n_boot": options.n_boot, "seed": options.seed}
+    boot: dict[str, Any] = {"n_boot": options.n_boot, "seed": options.seed}
     unanswered = options.unanswered
     decided = study_decisions(study, unanswered)  # type: ignore[arg-type]
     tables: dict[str, pd.DataFrame] = {}

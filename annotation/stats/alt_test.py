@@ -40,7 +40,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -308,7 +308,7 @@ def alt_test(
         if (judge_pos >= 0).all():
             fast = _comparable(kept[value_col], jv.iloc[judge_pos], scoring)
     if fast is not None:
-        w_judge_all, w_human_all = _fast_wins(scoring, item, *fast)
+        w_judge_all, w_human_all = _fast_wins(cast(str, scoring), item, *fast)
     elif tested.any():  # a callable (or unusual values): item by item
         by_item = {
             key: dict(zip(g[annotator_col], g[value_col], strict=True)) for key, g in grouped
@@ -327,6 +327,8 @@ def alt_test(
             "p": np.nan,
         }
         if row["tested"]:
+            w_judge: Any
+            w_human: Any
             if fast is not None:
                 w_judge, w_human = w_judge_all[own_rows[i]], w_human_all[own_rows[i]]
             else:

@@ -25,13 +25,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-ArrayLike = Sequence[Any] | np.ndarray | pd.Series
+ArrayLike: TypeAlias = Sequence[Any] | np.ndarray | pd.Series
 
 __all__ = [
     "MIN_BOOT_ITEMS",

@@ -245,7 +245,8 @@ def _alpha_value(x: np.ndarray, co: _Coincidences, level: str) -> float:
         with np.errstate(divide="ignore", invalid="ignore"):
             a = float(
                 krippendorff.alpha(
-                    reliability_data=x.T, value_domain=co.domain, level_of_measurement=level
+                    reliability_data=x.T, value_domain=co.domain,
+                    level_of_measurement=level,  # type: ignore[arg-type]  # checked above
                 )
             )
     return a if math.isfinite(a) else math.nan
@@ -841,7 +842,7 @@ def icc_variance_components(
     if clusters is None:
         codes = np.arange(d.n.size)
     else:
-        codes, _ = pd.factorize(_cluster_codes(clusters, x.shape[0])[rated])
+        codes, _ = pd.factorize(_cluster_codes(clusters, len(x))[rated])
     n_clusters = int(codes.max(initial=-1)) + 1
     lo_a1 = hi_a1 = lo_ak = hi_ak = math.nan
     used = 0
@@ -1049,8 +1050,9 @@ def alpha_table(
     row["fleiss_kappa"] = fleiss_kappa(counts).kappa if equal else math.nan
     if pairable.any() and not equal:
         note("Fleiss' kappa: unequal numbers of ratings per item")
-    icc_row = {"icc_a1": math.nan, "icc_ak": math.nan, "icc_method": "", "icc_a1_lo": math.nan,
-               "icc_a1_hi": math.nan, "icc_ak_lo": math.nan, "icc_ak_hi": math.nan}
+    icc_row: dict[str, Any] = {
+        "icc_a1": math.nan, "icc_ak": math.nan, "icc_method": "", "icc_a1_lo": math.nan,
+        "icc_a1_hi": math.nan, "icc_ak_lo": math.nan, "icc_ak_hi": math.nan}
     complete = wide.shape[0] >= 2 and wide.shape[1] >= 2 and bool(present.all())
     if numeric and complete:
         table = icc(wide).set_index("type")

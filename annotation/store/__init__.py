@@ -332,7 +332,7 @@ class Store:
                     rows[k] = row
             return rows
 
-        existing: dict[str, dict[Any, dict[str, Any]]] = {
+        existing: dict[str, dict[Any, Any]] = {
             "tasks": fetch("tasks", ("task_id",), {t.task_id for t in project.tasks}),
             "questions": fetch(
                 "questions", ("question_id",), {q.question_id for q in project.questions}

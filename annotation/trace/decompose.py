@@ -125,9 +125,9 @@ def _is_relation(attr: Node) -> bool:
 
 
 def _without(attrs: tuple[Attribute | TextRelation, ...], position: int,
-             carrier: Expr, replacement: TextRelation | None = None) -> Expr:
+             carrier: Expr | SceneRef, replacement: TextRelation | None = None) -> Expr:
     kept = attrs[:position] + ((replacement,) if replacement else ()) + attrs[position + 1:]
-    return Apply(carrier, kept) if kept else carrier  # type: ignore[arg-type]
+    return Apply(carrier, kept) if kept else carrier  # type: ignore[arg-type,return-value]
 
 
 def _last(attrs: tuple[Attribute | TextRelation, ...], wanted) -> int | None:

@@ -96,7 +96,7 @@ def presented_token(session_state: MutableMapping[str, Any]) -> str | None:
     return token
 
 
-def open_store(session_state: MutableMapping[str, Any]) -> Store:
+def open_store(session_state: MutableMapping[Any, Any]) -> Store:
     """One store per browser session, kept in ``st.session_state``. It acts for the
     signed-in person: every write it makes checks the session the current request
     presents (:meth:`Store.transaction`), callbacks and fragments included.
@@ -151,7 +151,7 @@ def refused(session_state: MutableMapping[str, Any], exc: SignedOut) -> None:
     rerun_app()
 
 
-def sign_in(session_state: MutableMapping[str, Any], user: User, store: Store | None = None,
+def sign_in(session_state: MutableMapping[Any, Any], user: User, store: Store | None = None,
             *, user_agent: str | None = None) -> None:
     """Start a new session for ``user`` (an enabled account, its current role).
 
@@ -184,7 +184,7 @@ def sign_in(session_state: MutableMapping[str, Any], user: User, store: Store | 
         session_state[HANDOFF_KEY] = secret
 
 
-def sign_out(session_state: MutableMapping[str, Any], store: Store | None = None) -> None:
+def sign_out(session_state: MutableMapping[Any, Any], store: Store | None = None) -> None:
     """Revoke the presented session (at once: another tab of it is signed out too), forget
     this browser session's state, and have the app clear the cookie."""
     token = presented_token(session_state)
@@ -203,7 +203,7 @@ def sign_out(session_state: MutableMapping[str, Any], store: Store | None = None
     session_state[CLEAR_COOKIE_KEY] = True
 
 
-def current_user(session_state: MutableMapping[str, Any], store: Store | None = None
+def current_user(session_state: MutableMapping[Any, Any], store: Store | None = None
                  ) -> User | None:
     """The signed-in user of this request, from the session it presents; or None.
 

@@ -517,9 +517,9 @@ def _color(value: Any, index: int) -> str:
         except ValueError:
             pass
     if isinstance(value, (list, tuple)) and len(value) in (3, 4):
-        rgb = _nums(list(value[:3]), 3)
-        if rgb and all(0 <= v <= 255 for v in rgb):
-            return "#{:02X}{:02X}{:02X}".format(*(round(v) for v in rgb))
+        nums = _nums(list(value[:3]), 3)
+        if nums and all(0 <= v <= 255 for v in nums):
+            return "#{:02X}{:02X}{:02X}".format(*(round(v) for v in nums))
     return subject_color(index)
 
 

@@ -27,7 +27,7 @@ SECRET_STATE_KEY = "_widget_key_secret"
 _DIGITS = 24  # hex digits of the HMAC kept in a key (96 bits)
 
 
-def session_secret(state: MutableMapping[str, Any]) -> bytes:
+def session_secret(state: MutableMapping[Any, Any]) -> bytes:
     """The random secret of this session (made on first use, 32 bytes)."""
     secret = state.get(SECRET_STATE_KEY)
     if not isinstance(secret, bytes) or len(secret) < 32:
@@ -43,7 +43,7 @@ def opaque(secret: bytes, *parts: object) -> str:
 
 
 def widget_key(kind: str, *parts: object,
-               state: MutableMapping[str, Any] | None = None) -> str:
+               state: MutableMapping[Any, Any] | None = None) -> str:
     """``<kind>-<opaque digits>``: a widget key for ``parts`` (ids from the data) that is
     stable within the browser session and reveals nothing of them. ``kind`` is a short
     constant naming the widget (``"q"``, ``"compare"``, ...); ``state`` defaults to

@@ -87,5 +87,5 @@ def show_image(store: Store, sha256: str | None, max_side: int, *, caption: str 
     no metadata, a placeholder when the image cannot be read); ``task_meta`` draws the VI
     overlay. ``caption`` must already be escaped (:func:`inert`). Returns what was shown."""
     image = render.browser_image(store, sha256, max_side, task_meta=task_meta)
-    st.image(image.data, caption=caption, width=width, output_format=image.format)
+    st.image(image.data, caption=caption, width=width, output_format=image.format)  # type: ignore[arg-type]
     return image

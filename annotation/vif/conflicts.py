@@ -226,7 +226,7 @@ def _named_items(raw: Any, value_key: str | None = None) -> list[dict[str, Any]]
         return [{"subject": raw}]
     if isinstance(raw, (list, tuple)):
         return [
-            x if isinstance(x, Mapping) else {"subject": x}
+            dict(x) if isinstance(x, Mapping) else {"subject": x}
             for x in raw
             if isinstance(x, (Mapping, str))
         ]
@@ -339,7 +339,8 @@ def reference_names(task: Mapping[str, Any]) -> dict[int, str]:
     ``subject`` (so orientation and pose targets, which name subjects, find it); the others
     are called ``Image_<index>``.
     """
-    meta = task.get("meta") if isinstance(task.get("meta"), Mapping) else {}
+    raw_meta = task.get("meta")
+    meta = raw_meta if isinstance(raw_meta, Mapping) else {}
     names: dict[int, str] = {}
     for item in _named_items(meta.get("layout")):
         idx = item.get("image")
@@ -360,7 +361,7 @@ def task_prelabels(task: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     ``meta.prelabel`` (or ``prelabel``), named by :func:`reference_names`.
     """
     out: dict[str, dict[str, Any]] = {}
-    images = task.get("images")
+    images: Any = task.get("images")  # a list wherever reference_names finds a reference
     for i, name in reference_names(task).items():
         img = images[i]
         img_meta = img.get("meta") if isinstance(img.get("meta"), Mapping) else {}

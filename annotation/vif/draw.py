@@ -134,7 +134,7 @@ def draw_layout(
     for rect, rgb, label in rects:
         pad = width + max(2, size // 200)
         left, top, right, bottom = draw.textbbox((0, 0), label, font=font)
-        tab = (
+        tab: tuple[float, float, float, float] = (
             rect[0] + width,
             rect[1] + width,
             rect[0] + width + (right - left) + 2 * pad,

@@ -258,7 +258,7 @@ def _orientations(meta: Mapping[str, Any]) -> list[tuple[str | None, float, floa
         )
         if ok:
             subject = item.get("subject", item.get("name"))
-            out.append((None if subject is None else str(subject), float(yaw), float(pitch)))
+            out.append((None if subject is None else str(subject), float(yaw), float(pitch)))  # type: ignore[arg-type]
     return out
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+from tests.helpers import SHARED
+
 TIFA = SHARED / "fixtures" / "tifa" / "human_annotations_with_scores.json"
 TIFA_METRICS = ("meteor", "bleu", "rouge", "spice", "clipscore_vitb32", "tifa_vilt",
                 "tifa_git-large", "tifa_ofa-large", "tifa_blip2-flant5xl", "tifa_mplug-large")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bundles import make_image, write_jsonl
+from tests.helpers.bundles import make_image, write_jsonl
 
 FORMULA = "C(f1⊕g1, f2)⊕g_style"
 QUESTIONS = [

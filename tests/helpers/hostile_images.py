@@ -19,9 +19,10 @@ import json
 import struct
 from pathlib import Path
 
-from bundles import write_jsonl
 from PIL import Image, ImageCms, ImageDraw
 from PIL.PngImagePlugin import PngInfo
+
+from tests.helpers.bundles import write_jsonl
 
 WORDS = (b"gpt-image", b"openai", b"nano-banana", b"<html", b"<script", b"xpacket")
 HTML = b"<html><body><script>alert('nano-banana')</script></body></html>\n"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bundles import make_image, write_jsonl
+from tests.helpers.bundles import make_image, write_jsonl
 
 BUNDLE_JSON = """{"name": "Conflict fixture", "benchmark": "VIF-Bench",
  "criteria": [{"name": "visual_quality", "label": "Visual Quality", "min": 1, "max": 10,

@@ -3,9 +3,8 @@ to check a value against them (shared by the statistics tests)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from tests.helpers import SHARED
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 VECTORS = SHARED / "stats" / "test_vectors.json"
 
 

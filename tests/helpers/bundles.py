@@ -11,7 +11,8 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT as REPO
+
 DOC = REPO / "docs" / "bundle-format.md"
 
 

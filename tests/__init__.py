@@ -1,0 +1,1 @@
+"""judge-audit's tests (a package: helpers are imported as ``tests.helpers.<module>``)."""
