@@ -652,6 +652,7 @@ def test_the_product_does_not_import_the_demo_builder() -> None:
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_demo_accounts_come_from_the_demo(demo: Path) -> None:
     """The accounts the app creates in the demo database are the ones the builder wrote
     beside the bundle (not a list kept in annotation.accounts)."""
