@@ -26,11 +26,6 @@ MAX_PIXELS = 64_000_000
 MAX_IMAGE_BYTES = 256 * 1024 * 1024
 MAX_NAME_BYTES = 255  # one path component (NAME_MAX on Linux, macOS and Windows)
 FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF")
-EXTENSIONS = {
-    "PNG": "png", "JPEG": "jpg", "WEBP": "webp", "GIF": "gif", "BMP": "bmp", "TIFF": "tif",
-}
-
-
 class BadPath(ValueError):
     """A path that is not allowed or not found; the message says which."""
 

@@ -37,7 +37,6 @@ import pandas as pd
 import sqlite_utils
 
 from annotation.accounts import sessions
-from annotation.formats.images import EXTENSIONS
 from annotation.records import (
     Annotation,
     Criterion,
@@ -51,6 +50,7 @@ from annotation.records import (
     TaskImage,
 )
 from annotation.store import schema
+from annotation.store.media import media_dir, media_file
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -164,7 +164,7 @@ class Store:
 
     @property
     def media_dir(self) -> Path:
-        return self.path.with_name(self.path.stem + "_media")
+        return media_dir(self.path)
 
     def schema_version(self) -> int:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
@@ -305,7 +305,7 @@ class Store:
         return self.query_df(f"SELECT * FROM {table} ORDER BY annotation_id")
 
     def media_path(self, sha256: str, fmt: str) -> Path:
-        return self.media_dir / sha256[:2] / f"{sha256}.{EXTENSIONS.get(fmt, 'bin')}"
+        return media_file(self.path, sha256, fmt)
 
     def file_path(self, sha256: str) -> Path:
         """Where the bytes of a stored image are."""

@@ -32,8 +32,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotation.formats.images import EXTENSIONS
 from annotation.store import BUSY_TIMEOUT_MS, now_iso, schema
+from annotation.store.media import media_dir, media_file
 
 COUNTED = ("annotations", "submissions", "flags", "outputs", "files", "users", "audit_log",
            "prelabel_readings", "conflict_verdicts", "tree_reviews")
@@ -73,17 +73,6 @@ class BackupSummary:
 
 
 # ------------------------------------------------------------------ helpers
-def media_dir(db_path: str | os.PathLike[str]) -> Path:
-    """The media folder of the database at ``db_path`` (as :attr:`Store.media_dir`)."""
-    db = Path(db_path)
-    return db.with_name(db.stem + "_media")
-
-
-def media_file(db_path: Path, sha256: str, fmt: str) -> Path:
-    """Where the bytes of ``sha256`` live beside ``db_path`` (as :meth:`Store.media_path`)."""
-    return media_dir(db_path) / sha256[:2] / f"{sha256}.{EXTENSIONS.get(fmt, 'bin')}"
-
-
 def connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
     if read_only:
         conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True,

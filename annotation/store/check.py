@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from annotation.store import schema
-from annotation.store.backup import connect, integrity_problems, media_dir, media_file
+from annotation.store.backup import connect, integrity_problems
+from annotation.store.media import media_dir, media_file
 
 CORE_TABLES = frozenset({"annotations", "files", "outputs", "tasks", "project"})
 
