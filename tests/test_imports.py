@@ -37,3 +37,18 @@ def test_every_library_module_imports_first():
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "", "modules that fail when imported first:\n" + result.stdout
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A leading underscore says "only this module uses it"; another module importing it
+    is a hidden dependency (make the name public, or move the code)."""
+    import ast
+
+    found = []
+    sources = sorted((ROOT / "annotation").rglob("*.py")) + sorted((ROOT / "pages").glob("*.py"))
+    for path in sources + [ROOT / "app.py", ROOT / "server.py"]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("annotation"):
+                found += [f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}"
+                          for a in node.names if a.name.startswith("_")]
+    assert not found, "\n".join(found)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from annotation.store import append_audit, now_iso
+from annotation.trace.nodes import ROOT, output_node
 
 if TYPE_CHECKING:
     from annotation.store import Store
@@ -21,10 +22,11 @@ if TYPE_CHECKING:
 def annotatable_outputs(store: Store) -> pd.DataFrame:
     """``output_id, task_id, generator`` of outputs with an image, not missing, and not a
     diagnostic-tree node (``meta.node`` other than the root), in import order."""
-    return store.query_df(
-        "SELECT output_id, task_id, generator FROM outputs"
-        " WHERE missing = 0 AND sha256 IS NOT NULL"
-        " AND IFNULL(json_extract(meta, '$.node'), 'N0') = 'N0' ORDER BY rowid")
+    df = store.query_df(
+        "SELECT output_id, task_id, generator, meta FROM outputs"
+        " WHERE missing = 0 AND sha256 IS NOT NULL ORDER BY rowid")
+    root = [output_node(m) == ROOT for m in df["meta"]]
+    return df[root].drop(columns="meta").reset_index(drop=True)
 
 
 def sample_ids(store: Store) -> set[str]:

@@ -1,8 +1,9 @@
 """Checklist logic for one item: grouping, dependency gating, completeness. Pure functions.
 
-* Grouping follows TRACE-Bench (seed 002, Section 3.4): questions carry an operator
-  (``f``, ``g``, ``⊕``, ``C``) and a target (``f1``, ``f1⊕g1, exclusivity``, ...); the
-  annotator sees them grouped by operator and target, in first-appearance order. Checklists
+* Grouping follows "TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image
+  Generation" (Section 3.4): questions carry an operator (``f``, ``g``, ``⊕``, ``C``)
+  and a target (``f1``, ``f1⊕g1, exclusivity``, ...); the annotator sees them grouped by
+  operator and target, in first-appearance order. Checklists
   without operators (TIIF) stay one group in list order.
 * Gating follows DSG (Cho et al., *Davidsonian Scene Graph*, ICLR 2024, Section 3): a
   question whose parent was answered "no" is not applicable (it is neither asked nor

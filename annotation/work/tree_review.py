@@ -3,7 +3,8 @@
 For each operator instance that fails at the root of a tree (by the chosen judge), the
 reviewer marks the node where the failure originates (or ``persistent``: it fails
 everywhere, or ``not_a_failure``: the judge was wrong at the root), a failure reason from
-the paper's vocabulary (seed 002, Sec. 4.4 and the case tables of Appendix C: identity
+the paper's vocabulary ("TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image Generation",
+Sec. 4.4 and the case tables of Appendix C: identity
 inconsistency, attribute mismatch, duplication, source leakage -> mis-binding, missing
 carrier, other), optionally a box on a node image, and a note. Reviews are append-only
 (``tree_reviews``: a change supersedes the previous row, through the one answer writer);
@@ -47,7 +48,7 @@ from annotation.work.engine import (
     Router,
 )
 
-#: Failure reasons (seed 002, Sec. 4.4 / Appendix C case tables), stored names -> labels.
+#: Failure reasons (TRACE-Bench paper, Sec. 4.4 / Appendix C case tables), stored names -> labels.
 REASONS = {
     "identity_inconsistency": "Identity inconsistency",
     "attribute_mismatch": "Attribute mismatch",
@@ -240,7 +241,7 @@ def _dot_text(text: str) -> str:
 
 def tree_dot(item: TreeItem, passes: pd.DataFrame, selected: str | None = None) -> str:
     """The tree as Graphviz DOT: each node with its id, formula and judged passes; each
-    edge with the rule applied and what it removed (seed 002, Figure 10's drawing)."""
+    edge with the rule applied and what it removed (TRACE-Bench paper, Figure 10's drawing)."""
     lines = ['digraph tree {', 'rankdir=TB;',
              'node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
              'edge [fontname="Helvetica", fontsize=9];']

@@ -1,7 +1,8 @@
 """Conflict-label verification (VIF-Bench): what a verifier sees, reads and decides.
 
 VIF-Bench labels a task a reference / visual-instruction *conflict* from VLM pre-labels of
-the reference images and simple rules (seed 000, Section 3.2 and Appendix C.4; the rules are
+the reference images and simple rules ("VIF-Bench: Evaluating Visual Instruction Following in
+Multi-Reference Image Generation", Section 3.2 and Appendix C.4; the rules are
 :mod:`annotation.vif.conflicts`). "We first automatically label the reference-specific
 attributes ... with VLMs, then manually verify and correct them": this module is that
 verification, stored beside the annotations and with the same guarantees:
