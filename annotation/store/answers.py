@@ -15,7 +15,17 @@ no later row supersedes (the triggers and views are made by
   (``tree_reviews``; key: the instance of one root output).
 
 :func:`supersede` is the writer; :func:`current` and :func:`current_rows` read the live
-rows. Each runs inside the caller's transaction (a connection of
+rows.
+
+**Deliveries.** A browser that retries an answer until the server acknowledges it may
+deliver one key press twice, or an old press after a newer one. With a :class:`Delivery`
+(the press's own ``client_id`` and its ``seq``, the browser's order of presses),
+:func:`supersede` writes each press at most once and never lets an earlier press replace a
+later one of the same question: every delivery leaves a receipt (``answer_receipts``,
+append-only) saying what became of it (``written``, ``unchanged``, ``stale``), and a
+second delivery of the same ``client_id`` is answered from its receipt.
+
+The writer and the readers run inside the caller's transaction (a connection of
 :meth:`annotation.store.Store.transaction`) or, for reads, on the store's connection.
 """
 
@@ -26,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from annotation.store import now_iso
+from annotation.store import dumps, now_iso
 
 
 @dataclass(frozen=True)
@@ -122,32 +132,103 @@ def first_answers(conn: sqlite3.Connection, kind: str | AnswerKind,
 
 
 @dataclass(frozen=True)
+class Delivery:
+    """One key press as the browser delivered it: ``client_id``, made by the browser once
+    per press (a random id), and ``seq``, the browser's order of presses (a later press has
+    a larger number, also after a reload: e.g. milliseconds since the epoch x 1000 plus a
+    counter)."""
+
+    client_id: str
+    seq: int
+
+
+class DeliveryConflict(ValueError):
+    """A ``client_id`` delivered again for another person, unit or question: not a retry
+    of the same press. Nothing is written."""
+
+
+@dataclass(frozen=True)
 class Written:
-    """What :func:`supersede` did: the current row's id, whether a row was appended, and
-    the row it superseded (None for a first answer)."""
+    """What :func:`supersede` did: the current row's id, whether a row was appended, the
+    row it superseded (None for a first answer), and ``outcome``: ``written``,
+    ``unchanged`` (equal to the current answer), ``stale`` (a later press of the same
+    question is already stored) or ``duplicate`` (this press was delivered before)."""
 
     row_id: int
     appended: bool
     previous: dict[str, Any] | None
+    outcome: str = "written"
+
+
+def kind_name(kind: str | AnswerKind) -> str:
+    """The name of an answer kind in :data:`ANSWER_KINDS`."""
+    if isinstance(kind, str):
+        return kind
+    return next(name for name, k in ANSWER_KINDS.items() if k.table == kind.table)
+
+
+def _receipt(conn: sqlite3.Connection, name: str, values: Mapping[str, Any], target: str,
+             delivery: Delivery, outcome: str, row_id: int | None, k: AnswerKind) -> None:
+    conn.execute(
+        "INSERT INTO answer_receipts (client_id, kind, person, unit, target, seq, outcome,"
+        " row_id, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [delivery.client_id, name, values[k.person], values[k.unit], target, delivery.seq,
+         outcome, row_id, now_iso()])
+
+
+def _delivered(conn: sqlite3.Connection, name: str, values: Mapping[str, Any], target: str,
+               delivery: Delivery, k: AnswerKind) -> Written | None:
+    """The result for a press already delivered or older than a stored one (a receipt is
+    written for the latter), or None when the press is new and the latest."""
+    seen = conn.execute(
+        "SELECT kind, person, unit, target, row_id FROM answer_receipts WHERE client_id = ?",
+        [delivery.client_id]).fetchone()
+    if seen is not None:
+        if tuple(seen[:4]) != (name, values[k.person], values[k.unit], target):
+            raise DeliveryConflict(
+                f"client id {delivery.client_id!r} was delivered for another answer")
+        now = current(conn, k, values[k.person], values[k.unit], values)
+        row_id = int(now[k.row_id]) if now is not None else int(seen[4] or 0)
+        return Written(row_id, False, None, "duplicate")
+    latest = conn.execute(
+        "SELECT MAX(seq) FROM answer_receipts WHERE kind = ? AND person = ? AND unit = ?"
+        " AND target = ?", [name, values[k.person], values[k.unit], target]).fetchone()[0]
+    if latest is None or delivery.seq > int(latest):
+        return None
+    now = current(conn, k, values[k.person], values[k.unit], values)
+    stored = None if now is None else int(now[k.row_id])
+    _receipt(conn, name, values, target, delivery, "stale", stored, k)
+    return Written(stored or 0, False, now, "stale")
 
 
 def supersede(conn: sqlite3.Connection, kind: str | AnswerKind, row: Mapping[str, Any], *,
               same: Sequence[str] | None = None,
-              previous: dict[str, Any] | None | bool = True) -> Written:
+              previous: dict[str, Any] | None | bool = True,
+              delivery: Delivery | None = None) -> Written:
     """Append ``row`` as ``row[person]``'s answer to its key on its unit, superseding the
     current answer; nothing is ever updated or deleted.
 
     ``same``: when the current answer already has ``row``'s values in these columns,
     nothing is written (the current row's id is returned). ``previous``: the current row
     when the caller has just read it (True: read it here). ``created_at`` defaults to now.
+    ``delivery``: the key press this answer came from; a press delivered twice is written
+    once, and a press older than one already stored for the same question is not written
+    (see the module's *Deliveries*). Raises :class:`DeliveryConflict` for a reused id.
     """
     k = _kind(kind)
     values = dict(row)
     values.setdefault("created_at", now_iso())
+    name, target = kind_name(k), dumps({c: values.get(c) for c in k.key})
+    if delivery is not None:
+        done = _delivered(conn, name, values, target, delivery, k)
+        if done is not None:
+            return done
     old = (current(conn, k, values[k.person], values[k.unit], values) if previous is True
            else previous or None)
     if old is not None and same is not None and all(old[c] == values.get(c) for c in same):
-        return Written(int(old[k.row_id]), False, old)
+        if delivery is not None:
+            _receipt(conn, name, values, target, delivery, "unchanged", int(old[k.row_id]), k)
+        return Written(int(old[k.row_id]), False, old, "unchanged")
     if k.registry is not None:
         conn.execute(f"INSERT OR IGNORE INTO {k.registry} (name, created_at) VALUES (?, ?)",
                      [values[k.person], now_iso()])
@@ -156,7 +237,10 @@ def supersede(conn: sqlite3.Connection, kind: str | AnswerKind, row: Mapping[str
     cur = conn.execute(
         f"INSERT INTO {k.table} ({', '.join(columns)})"
         f" VALUES ({', '.join('?' for _ in columns)})", [values[c] for c in columns])
-    return Written(int(cur.lastrowid or 0), True, old)
+    row_id = int(cur.lastrowid or 0)
+    if delivery is not None:
+        _receipt(conn, name, values, target, delivery, "written", row_id, k)
+    return Written(row_id, True, old)
 
 
 def current_df(source: Any, kind: str | AnswerKind) -> Any:

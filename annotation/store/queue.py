@@ -156,9 +156,11 @@ class Queue:
 
     def supersede(self, kind: str, row: Mapping[str, Any], *,
                   same: Sequence[str] | None = None,
-                  previous: dict[str, Any] | None | bool = True) -> answer_rows.Written:
+                  previous: dict[str, Any] | None | bool = True,
+                  delivery: answer_rows.Delivery | None = None) -> answer_rows.Written:
         """Append an answer (see :func:`annotation.store.answers.supersede`)."""
-        return answer_rows.supersede(self._conn, kind, row, same=same, previous=previous)
+        return answer_rows.supersede(self._conn, kind, row, same=same, previous=previous,
+                                     delivery=delivery)
 
     def current_rows(self, kind: str, person: str, unit: str) -> list[dict[str, Any]]:
         return answer_rows.current_rows(self._conn, kind, person, unit)

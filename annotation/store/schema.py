@@ -472,6 +472,27 @@ def _one_queue() -> str:
 # 5 -> 6: one set of queue tables keyed by workflow kind (issue #13).
 MIGRATIONS.append(_one_queue())
 
+# 6 -> 7: receipts of answer deliveries, so that a key press delivered twice is one answer
+# and a late retry never overwrites a later press (issue #14).
+MIGRATIONS.append("""
+    CREATE TABLE answer_receipts (
+        client_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        person TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        target TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        outcome TEXT NOT NULL CHECK (outcome IN ('written', 'unchanged', 'stale')),
+        row_id INTEGER,
+        received_at TEXT NOT NULL
+    );
+    CREATE INDEX answer_receipts_target ON answer_receipts(kind, person, unit, target, seq);
+    CREATE TRIGGER answer_receipts_no_update BEFORE UPDATE ON answer_receipts
+        BEGIN SELECT RAISE(ABORT, 'answer receipts are append-only'); END;
+    CREATE TRIGGER answer_receipts_no_delete BEFORE DELETE ON answer_receipts
+        BEGIN SELECT RAISE(ABORT, 'answer receipts are append-only'); END;
+""")
+
 SCHEMA_VERSION = len(MIGRATIONS)
 #: the store runs VACUUM once after migrating past this version (migration 6 drops tables)
 VACUUM_AFTER = 6

@@ -44,6 +44,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from annotation.store import Store
 from annotation.store import queue as queues
+from annotation.store.answers import Delivery
 
 IDLE_CAP_SECONDS = 120.0
 DEFAULT_RESERVATION_MINUTES = 30
@@ -309,10 +310,13 @@ class Answering:
         return self._q.current_answer(kind, self.person, self.unit, key)
 
     def supersede(self, kind: str, row: dict[str, Any], *, same: Sequence[str] | None,
-                  previous: dict[str, Any] | None | bool = True) -> int:
+                  previous: dict[str, Any] | None | bool = True,
+                  delivery: Delivery | None = None) -> int:
         """Append ``row`` (person and unit added) superseding the current answer, unless
-        it equals it on ``same``; return the current row's id."""
-        written = self._q.supersede(kind, row, same=same, previous=previous)
+        it equals it on ``same``; return the current row's id. ``delivery``: the key press
+        it came from (written once; never over a later press of the same question)."""
+        written = self._q.supersede(kind, row, same=same, previous=previous,
+                                    delivery=delivery)
         self.appended = self.appended or written.appended
         return written.row_id
 
