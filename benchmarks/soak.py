@@ -80,11 +80,13 @@ class Reader:
 
     def submissions(self, who: str) -> int:
         return self.store.conn.execute(
-            "SELECT count(*) FROM submissions WHERE annotator = ?", [who]).fetchone()[0]
+            "SELECT count(*) FROM queue_submissions WHERE kind = 'annotate' AND person = ?",
+            [who]).fetchone()[0]
 
     def reserved(self, who: str) -> str | None:
         row = self.store.conn.execute(
-            "SELECT output_id FROM reservations WHERE annotator = ?", [who]).fetchone()
+            "SELECT unit FROM queue_reservations WHERE kind = 'annotate' AND person = ?",
+            [who]).fetchone()
         return row[0] if row else None
 
     def criteria_labels(self) -> set[str]:
