@@ -84,6 +84,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -912,12 +913,43 @@ def _wrap(fn: Callable, options_cls: Any) -> Callable[[Any, int, int, dict], pd.
     return build
 
 
+#: where the report's modules were before the layout by concern (``--code`` on older commits)
+OLD_LAYOUT = {
+    "annotation.results.study": "annotation.study",
+    "annotation.results.ratings": "annotation.ratings",
+    "annotation.results.checklist": "annotation.checklist_agreement",
+    "annotation.results.reliability": "annotation.human_reliability",
+    "annotation.results.operators": "annotation.operator_scores",
+    "annotation.results.report": "annotation.report",
+    "annotation.results.analytics": "annotation.analytics",
+    "annotation.results.judge_bias": "annotation.judge_bias",
+}
+
+
+def _alias_old_layout(log: Callable[[str], object]) -> None:
+    """On code from before ``annotation/results/`` existed, make its modules importable
+    under their present names (what the builders and the simulator import)."""
+    import types
+
+    package = importlib.import_module("annotation")
+    if (Path(package.__file__ or "").parent / "results").is_dir():
+        return  # (an editable install of a newer checkout must not lend its modules)
+    log("note: code before the layout by concern; report modules taken from annotation.*")
+    sys.modules["annotation.results"] = types.ModuleType("annotation.results")
+    for new, old in OLD_LAYOUT.items():
+        try:
+            sys.modules[new] = importlib.import_module(old)
+        except ImportError:
+            continue  # not in that version: its tables print "not in this version"
+
+
 def load_product(*, attempts: int = 10, wait: float = 30.0,
                  log: Callable[[str], object] = print) -> Product:
     """Import the product's builders; an import that fails (code mid-edit by others) is
     retried ``attempts`` times, ``wait`` seconds apart, before giving up."""
     for attempt in range(1, attempts + 1):
         try:
+            _alias_old_layout(log)
             mods = {name: importlib.import_module(name) for name in PRODUCT_MODULES}
             break
         except Exception as exc:  # a module mid-edit: SyntaxError, ImportError, ...
