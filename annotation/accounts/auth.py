@@ -31,7 +31,7 @@ import secrets
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -41,6 +41,7 @@ from annotation.accounts.sessions import session_valid  # noqa: F401  (re-export
 from annotation.store import Store, now_iso, process_user
 from annotation.store import accounts as accounts_store
 from annotation.store.accounts import AccountRow, AccountRows
+from annotation.timestamps import parse_utc, utc_iso
 
 ROLES = ("annotator", "admin")
 MIN_PASSWORD_LENGTH = 8
@@ -202,22 +203,6 @@ def _check_email(email: str | None) -> str | None:
     if len(email) > 254 or not EMAIL_RE.fullmatch(email):
         raise AccountError(f"invalid e-mail address {email!r}")
     return email
-
-
-def _iso(moment: datetime | None) -> str:
-    """``moment`` (naive = UTC) as UTC ISO 8601 with microseconds, as :func:`now_iso`."""
-    if moment is None:
-        return now_iso()
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def _parse_iso(text: str | datetime) -> datetime:
-    moment = text if isinstance(text, datetime) else datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
 
 
 def _audit(
@@ -416,8 +401,8 @@ def is_locked(store: Store, name: str, *, now: datetime | None = None) -> bool:
     rows = accounts_store.reading(store)
     row = rows.user_ignoring_case(name)
     subject = row.name if row else name[:128]
-    moment = _iso(now)
-    since = _iso(_parse_iso(moment) - LOCK_WINDOW)
+    moment = utc_iso(now)
+    since = utc_iso(parse_utc(moment) - LOCK_WINDOW)
     return _failures(rows, subject, moment, since) >= MAX_FAILURES
 
 
@@ -435,8 +420,8 @@ def authenticate(
     """
     name = (name or "").strip()
     password = password if isinstance(password, str) else ""
-    moment = _iso(now)
-    since = _iso(_parse_iso(moment) - LOCK_WINDOW)
+    moment = utc_iso(now)
+    since = utc_iso(parse_utc(moment) - LOCK_WINDOW)
     outside = accounts_store.reading(store)
     row = outside.user_ignoring_case(name)
     subject = row.name if row else name[:128]

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from annotation.timestamps import parse_utc, utc_iso
+
 if TYPE_CHECKING:
     from annotation.store.accounts import AccountRows
 
@@ -88,19 +90,8 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
 def _now(now: datetime | None) -> datetime:
     return now if now is not None else datetime.now(UTC)
-
-
-def _parse(text: str | datetime) -> datetime:
-    moment = text if isinstance(text, datetime) else datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
 
 
 def session_valid(
@@ -116,9 +107,9 @@ def session_valid(
     minute of clock skew) make it invalid. Pure: no clock, no database.
     """
     try:
-        started = _parse(started_at_iso)
-        seen = _parse(last_seen_iso)
-        current = _parse(now)
+        started = parse_utc(started_at_iso)
+        seen = parse_utc(last_seen_iso)
+        current = parse_utc(now)
     except (TypeError, ValueError):
         return False
     skew = timedelta(minutes=1)
@@ -142,11 +133,11 @@ def create(rows: AccountRows, user: str, role: str, *, handoff: bool,
     moment = _now(now)
     secret = new_secret()
     token_hash, handoff_hash, handoff_expires = (
-        (None, digest(secret), _iso(moment + timedelta(seconds=HANDOFF_SECONDS)))
+        (None, digest(secret), utc_iso(moment + timedelta(seconds=HANDOFF_SECONDS)))
         if handoff else (digest(secret), None, None))
     rows.insert_session(token_hash=token_hash, handoff_hash=handoff_hash,
                         handoff_expires_at=handoff_expires, user=user, role=role,
-                        created_at=_iso(moment), user_agent=(user_agent or "")[:256] or None)
+                        created_at=utc_iso(moment), user_agent=(user_agent or "")[:256] or None)
     return secret
 
 
@@ -164,10 +155,10 @@ def redeem(rows: AccountRows, code: str, *, now: datetime | None = None) -> str 
     row = rows.pending_handoff(wanted)
     if row is None or not hmac.compare_digest(row.handoff_hash, wanted):
         return None
-    if _parse(row.handoff_expires_at) < moment:
+    if parse_utc(row.handoff_expires_at) < moment:
         return None
     token = new_secret()
-    rows.set_token(row.session_id, digest(token), _iso(moment))
+    rows.set_token(row.session_id, digest(token), utc_iso(moment))
     return token
 
 
@@ -179,7 +170,7 @@ def revoke(rows: AccountRows, token: str | None, *,
     live = rows.live_session_user(digest(token))
     if live is None:
         return None
-    rows.revoke_session(live[0], _iso(_now(now)))
+    rows.revoke_session(live[0], utc_iso(_now(now)))
     return live[1]
 
 
@@ -199,13 +190,13 @@ def sign_out(rows: AccountRows, token: str | None, *,
 def revoke_user(rows: AccountRows, user: str, *, now: datetime | None = None) -> int:
     """End every session of ``user`` at once (disable, role change, new password); return
     how many were live."""
-    return rows.revoke_sessions_of(user, _iso(_now(now)))
+    return rows.revoke_sessions_of(user, utc_iso(_now(now)))
 
 
 def stale(last_seen: str, now: datetime | None = None) -> bool:
     """Whether ``last_seen`` is older than :data:`TOUCH_EVERY` (time to move it)."""
     try:
-        return _now(now) - _parse(last_seen) >= TOUCH_EVERY
+        return _now(now) - parse_utc(last_seen) >= TOUCH_EVERY
     except (TypeError, ValueError):
         return True
 
@@ -244,7 +235,7 @@ def check(rows: AccountRows, token: str | None, *, user: str | None = None,
         raise SignedOut("other_user")
     seen = row.last_seen
     if touch and stale(seen, moment):
-        seen = _iso(moment)
+        seen = utc_iso(moment)
         rows.touch_session(row.session_id, seen)
     return SessionInfo(row.session_id, str(row.user), str(row.account_role),
                        str(row.created_at), str(seen))

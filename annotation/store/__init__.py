@@ -29,7 +29,6 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +50,9 @@ from annotation.records import (
 )
 from annotation.store import schema
 from annotation.store.media import media_dir, media_file
+from annotation.timestamps import now_iso  # noqa: F401  (re-exported: store.now_iso)
 
 BUSY_TIMEOUT_MS = 30_000
-
-
-def now_iso() -> str:
-    """The current time in UTC, ISO 8601 with microseconds (sorts as text)."""
-    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def dumps(value: Any) -> str:
