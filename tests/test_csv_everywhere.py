@@ -26,7 +26,7 @@ from annotation.work import tree_review as tr
 from annotation.work import workflow
 from annotation.work.verification import VerifySession
 from tests.helpers.bundles import read_jsonl, write_jsonl
-from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.helpers.conflict_fixture import rename_tasks, write_conflict_bundle
 from tests.helpers.tree_fixture import write_tree_bundle
 from tests.test_hostile_input import _formula_cells, write_hostile_bundle
 
@@ -86,15 +86,7 @@ def hostile_db(tmp_path) -> Path:
 def conflict_db(tmp_path) -> Path:
     root = write_conflict_bundle(tmp_path / "cbundle")
     renamed = {"c1": EVIL[0], "c2": EVIL[3], "c3": EVIL[2]}
-    tasks = read_jsonl(root / "tasks.jsonl")
-    for task in tasks:
-        task["task_id"] = renamed[task["task_id"]]
-    write_jsonl(root / "tasks.jsonl", tasks)
-    outputs = read_jsonl(root / "outputs.jsonl")
-    for output in outputs:
-        output["task_id"] = renamed[output["task_id"]]
-        output["output_id"] = output["task_id"] + "/m"
-    write_jsonl(root / "outputs.jsonl", outputs)
+    rename_tasks(root, renamed)
     db = tmp_path / "conflicts.db"
     with Store.open(db) as store:
         import_path(store, root)

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from annotation.accounts.auth import User
-from annotation.cli import main
 from annotation.formats.importers import import_path
 from annotation.store import Store, schema
 from annotation.store import queue as queues
@@ -36,10 +35,8 @@ class Clock:
 
 
 @pytest.fixture
-def demo(tmp_path) -> Store:
-    db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
-    store = Store.open(db)
+def demo(tmp_path, make_demo_db) -> Store:
+    store = Store.open(make_demo_db(tmp_path / "demo.db"))
     yield store
     store.close()
 

@@ -40,7 +40,7 @@ from tests.helpers.bundles import (
     write_doc_example,
     write_jsonl,
 )
-from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.helpers.conflict_fixture import rename_tasks, write_conflict_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -443,15 +443,7 @@ def test_report_csvs_neutralize_formulas_and_keep_numbers(tmp_path):
 def test_conflict_csvs_neutralize_formulas(tmp_path):
     root = write_conflict_bundle(tmp_path / "bundle")
     renamed = {"c1": "=c1()", "c2": "\t=2+3", "c3": "-c3"}
-    tasks = read_jsonl(root / "tasks.jsonl")
-    for task in tasks:
-        task["task_id"] = renamed[task["task_id"]]
-    write_jsonl(root / "tasks.jsonl", tasks)
-    outputs = read_jsonl(root / "outputs.jsonl")
-    for output in outputs:
-        output["task_id"] = renamed[output["task_id"]]
-        output["output_id"] = output["task_id"] + "/m"
-    write_jsonl(root / "outputs.jsonl", outputs)
+    rename_tasks(root, renamed)
     db = tmp_path / "p.db"
     with Store.open(db) as store:
         import_path(store, root)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.bundles import make_image, write_jsonl
+from tests.helpers.bundles import make_image, read_jsonl, write_jsonl
 
 BUNDLE_JSON = """{"name": "Conflict fixture", "benchmark": "VIF-Bench",
  "criteria": [{"name": "visual_quality", "label": "Visual Quality", "min": 1, "max": 10,
@@ -91,5 +91,21 @@ def write_conflict_bundle(root: Path) -> Path:
                 "path": f"outputs/{t['task_id']}.png"} for t in rows]
     for o in outputs:
         make_image(root / o["path"], size=(96, 96), color=next(colors))
+    write_jsonl(root / "outputs.jsonl", outputs)
+    return root
+
+
+def rename_tasks(root: Path, renamed: dict[str, str]) -> Path:
+    """Give the tasks of a written conflict bundle new ids (``renamed``: old -> new); each
+    task's output becomes ``<new id>/m``. Hostile-input tests use ids that look like
+    spreadsheet formulas or markup."""
+    tasks = read_jsonl(root / "tasks.jsonl")
+    for task in tasks:
+        task["task_id"] = renamed[task["task_id"]]
+    write_jsonl(root / "tasks.jsonl", tasks)
+    outputs = read_jsonl(root / "outputs.jsonl")
+    for output in outputs:
+        output["task_id"] = renamed[output["task_id"]]
+        output["output_id"] = output["task_id"] + "/m"
     write_jsonl(root / "outputs.jsonl", outputs)
     return root
