@@ -374,7 +374,7 @@ with tab_items:
         if item.output_sha256 is None:
             st.warning("The image of this output is not in the project.")
         else:
-            show_image(store, item.output_sha256, render.LARGE_SIZE)
+            show_image(store, item.output_sha256, render.LARGE_SIZE, generated=True)
         if item.images:
             st.caption("Inputs")
             grid = st.columns(4)

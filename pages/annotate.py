@@ -111,7 +111,7 @@ with output_area:
         compare = st.session_state.get(compare_key)
         output_col, other_col = st.columns(2) if compare is not None else (st.container(), None)
         with output_col:
-            show_image(store, item.output_sha256, render.LARGE_SIZE,
+            show_image(store, item.output_sha256, render.LARGE_SIZE, generated=True,
                        task_meta=item.task_meta if show_guides else None)
         if other_col is not None:
             chosen = next(im for im in item.images if im.index == compare)
@@ -131,7 +131,7 @@ with output_area:
             @st.dialog("Generated output", width="large")
             @guarded
             def enlarge() -> None:
-                show_image(store, item.output_sha256, render.ENLARGE_SIZE)
+                show_image(store, item.output_sha256, render.ENLARGE_SIZE, generated=True)
             enlarge()
 
 # ------------------------------------------------------------------ questions and ratings

@@ -76,7 +76,7 @@ with node_col:
     node = item.tree.node(selected)
     sha = item.node_images.get(selected)
     if sha:
-        show_image(store, sha, render.NODE_SIZE)
+        show_image(store, sha, render.NODE_SIZE, generated=True)
     else:
         st.warning("No image for this node.")
     st.code(node.formula, language=None)
@@ -135,8 +135,8 @@ for f in failing:
         note_key = widget_key("n", output_id, f.key)
         st.text_input("Note (optional)", value=(r.note if r else "") or "", key=note_key,
                       disabled=r is None, on_change=save, args=(f, "note", note_key))
-        served = (render.browser_image(store, sha, render.NODE_SIZE) if r is not None and sha
-                  else None)
+        served = (render.browser_image(store, sha, render.NODE_SIZE, generated=True)
+                  if r is not None and sha else None)
         if served is not None and not served.available:
             st.caption("The node's image is unavailable: no box can be marked on it.")
         elif served is not None:

@@ -187,8 +187,9 @@ def test_writes_are_atomic_and_leave_no_temporary_files(project, monkeypatch):
     render.overlay_png(store, project["png"], project["meta"], 256)
     files = (_files(store.media_dir / render.THUMBS_DIR)
              + _files(store.media_dir / render.OVERLAYS_DIR))
-    # every image at 256 and 1024 (small ones re-encoded too), one overlay
-    assert len(files) == 9
+    # every image at 256 and 1024 (small ones re-encoded too), one overlay and the output
+    # it is drawn on, served as every generated output is (generated_thumbnail)
+    assert len(files) == 10
     assert not [p for p in files if p.name.startswith(".") or p.suffix == ".tmp"]
 
     def broken_save(self: Image.Image, fp: Any, *args: object, **kwargs: object) -> None:

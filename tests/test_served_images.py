@@ -412,3 +412,61 @@ def test_the_placeholder_is_drawn_and_says_so():
         colors = im.convert("L").getcolors(maxcolors=100_000)
     assert len(colors) > 2  # a frame and the words, not a flat card
     assert traces(data) == []
+
+
+# ------------------------------------------------------------------ outputs served alike
+def write_two_generator_bundle(root: Path) -> Path:
+    """The documented example with two outputs of one task whose files differ the way two
+    generators' do: a 300x200 PNG with transparency and a 1500x1000 JPEG."""
+    from tests.helpers.bundles import write_doc_example, write_jsonl
+
+    write_doc_example(root)
+    outputs = read_jsonl(root / "outputs.jsonl")
+    outputs[1].update(path="outputs/modelB/t1.jpg", missing=False)
+    write_jsonl(root / "outputs.jsonl", outputs)
+    Image.new("RGBA", (300, 200), (200, 30, 30, 128)).save(root / outputs[0]["path"])
+    (root / "outputs/modelB").mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (1500, 1000), (30, 30, 200)).save(root / outputs[1]["path"], "JPEG")
+    return root
+
+
+def served_format(data: bytes) -> tuple[str | None, tuple[int, int]]:
+    with Image.open(io.BytesIO(data)) as im:
+        return im.format, im.size
+
+
+def test_generated_outputs_are_served_alike_whatever_the_generator_wrote(tmp_path):
+    """Format and resolution of the bytes must not tell generators apart in a blind study:
+    every output is JPEG with its longer side exactly the size asked for."""
+    with Store.open(tmp_path / "p.db") as store:
+        import_path(store, write_two_generator_bundle(tmp_path / "bundle"))
+        shas = list(store.outputs_df().sort_values("generator")["sha256"])
+        for side in (render.NODE_SIZE, render.LARGE_SIZE, render.ENLARGE_SIZE):
+            served = {served_format(render.browser_image(store, sha, side,
+                                                         generated=True).data)
+                      for sha in shas}
+            assert served == {("JPEG", (side, round(side * 2 / 3)))}, (side, served)
+        overlay = render.overlay_png(store, shas[0], {"layout": {"boxes": [
+            {"subject": "a", "box": [0.1, 0.1, 0.5, 0.5]}]}}, render.LARGE_SIZE)
+        assert served_format(overlay)[1] == (render.LARGE_SIZE, round(render.LARGE_SIZE * 2 / 3))
+
+
+def test_the_annotate_page_shows_each_output_the_same_way(tmp_path, monkeypatch, media):
+    """The one output to annotate is the small transparent PNG: it reaches the page as the
+    same 1024 px JPEG any other generator's output would be (it went out as itself, PNG
+    300x200, before)."""
+    from tests.helpers.bundles import write_doc_example
+
+    root = write_doc_example(tmp_path / "bundle")
+    path = root / read_jsonl(root / "outputs.jsonl")[0]["path"]
+    Image.new("RGBA", (300, 200), (200, 30, 30, 128)).save(path)
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        import_path(store, root)
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
+    at = signed_in(str(PAGES / "annotate.py"), "ann", db=db, guidelines_seen=True)
+    at.run()
+    assert not at.exception
+    shown = {served_format(d) for d in shown_images(at, media)}
+    assert ("JPEG", (render.LARGE_SIZE, round(render.LARGE_SIZE * 2 / 3))) in shown
+    assert not {size for _, size in shown} & {(300, 200), (1500, 1000)}

@@ -17,6 +17,12 @@ pixels**, at any size, small images included, so no byte of the original reaches
 * **PNG** when the source has transparency or a palette (mode ``RGBA``, ``LA``, ``P``,
   ``PA``, ``1`` or a ``transparency`` entry), so edges and alpha stay exact; **JPEG** quality
   88 otherwise (95 for the large views, 1024 px and more, where quality is judged);
+* **generated outputs** (``generated=True``: the output large, the enlarge view, tree nodes,
+  overlays) are all served alike, whatever the generator wrote: JPEG (alpha flattened on
+  white), the longer side exactly ``max_side`` (scaled up when smaller), so neither the
+  file format nor the resolution of the bytes can tell one generator from another in a
+  blind study (:func:`generated_thumbnail`); only the aspect ratio, which is part of the
+  picture itself, stays;
 * an image that cannot be read (a moved media folder, a damaged file, an unknown image)
   becomes a drawn placeholder, "image unavailable", for that image only; the error, with
   its paths, goes to the server log (logger ``annotation.ui.render``), never to the page.
@@ -320,6 +326,34 @@ def thumbnail(store: Store, sha256: str, max_side: int) -> Path:
     return _make_thumbnail(store.file_path(sha256), store, sha256, max_side)
 
 
+def uniform_output(im: Image.Image, max_side: int) -> Image.Image:
+    """A generated output as every generator's is served: RGB (transparency flattened on
+    white) with the longer side exactly ``max_side`` (LANCZOS, up or down), aspect kept."""
+    if _has_alpha(im):
+        rgba = im.convert("RGBA")
+        flat = Image.new("RGB", rgba.size, (255, 255, 255))
+        flat.paste(rgba, mask=rgba.getchannel("A"))
+        im = flat
+    elif im.mode != "RGB":
+        im = im.convert("RGB")
+    scale = max_side / max(im.size)
+    size = (max(1, round(im.width * scale)), max(1, round(im.height * scale)))
+    return im if size == im.size else im.resize(size, Image.Resampling.LANCZOS)
+
+
+def generated_thumbnail(store: Store, sha256: str, max_side: int) -> Path:
+    """Path of the cached copy of generated output ``sha256`` at ``max_side``, served alike
+    for every generator (:func:`uniform_output`, always JPEG): never the imported file."""
+    _check_sha(sha256)
+    _check_size(max_side)
+    target = thumbnail_path(store, sha256, max_side, "output.jpg")
+    if _cached(target):
+        return target
+    pixels = uniform_output(decode_for_display(store.file_path(sha256), max_side), max_side)
+    data, _ = _encode(pixels, False, max_side)
+    return _atomic_write(target, lambda fh: fh.write(data))
+
+
 def thumbnail_bytes(store: Store, sha256: str, max_side: int) -> bytes:
     """The bytes of :func:`thumbnail`."""
     return thumbnail(store, sha256, max_side).read_bytes()
@@ -369,17 +403,22 @@ _logged: set[tuple[str, int, str]] = set()
 
 
 def browser_image(store: Store, sha256: str | None, max_side: int, *,
-                  task_meta: Any = None) -> BrowserImage:
+                  task_meta: Any = None, generated: bool = False) -> BrowserImage:
     """What a browser is given for stored image ``sha256`` at ``max_side``: re-encoded from
-    its pixels (:func:`thumbnail`), or with ``task_meta`` the output with its VI overlay
-    drawn (:func:`overlay_png`). Never raises for an image that cannot be shown: that image
-    becomes the placeholder (:func:`placeholder_png`, ``available=False``) and the error is
-    logged on the server (once per image, size and kind of error and process)."""
+    its pixels (:func:`thumbnail`; a generated output, ``generated=True``, the same way for
+    every generator: :func:`generated_thumbnail`), or with ``task_meta`` the output with its
+    VI overlay drawn (:func:`overlay_png`). Never raises for an image that cannot be
+    shown: that image becomes the placeholder (:func:`placeholder_png`,
+    ``available=False``) and the error is logged on the server (once per image, size and
+    kind of error and process)."""
     try:
         if sha256 is None:
             raise KeyError("no image")
         if task_meta is not None:
             return BrowserImage(overlay_png(store, sha256, task_meta, max_side), "PNG")
+        if generated:
+            return BrowserImage(generated_thumbnail(store, sha256, max_side).read_bytes(),
+                                "JPEG")
         path = thumbnail(store, sha256, max_side)
         return BrowserImage(path.read_bytes(), "PNG" if path.suffix == ".png" else "JPEG")
     except Exception as exc:  # never let one image break the page
@@ -781,7 +820,7 @@ def overlay_png(
     )
     if _cached(target):
         return target.read_bytes()
-    source = thumbnail(store, output_sha256, max_side)  # re-encoded, oriented already
+    source = generated_thumbnail(store, output_sha256, max_side)  # as every output is served
     with Image.open(source) as opened:
         drawn = draw_overlay(opened, shapes, alpha)
     clean = Image.frombytes(drawn.mode, drawn.size, drawn.tobytes())  # pixels only

@@ -81,11 +81,15 @@ def require(role: str | None = None) -> User:
 
 
 def show_image(store: Store, sha256: str | None, max_side: int, *, caption: str | None = None,
-               width: Any = "stretch", task_meta: Any = None) -> render.BrowserImage:
+               width: Any = "stretch", task_meta: Any = None,
+               generated: bool = False) -> render.BrowserImage:
     """Show stored image ``sha256`` at ``max_side``: the only way pages put an image on
     screen. The bytes are :func:`annotation.ui.render.browser_image`'s (re-encoded from pixels,
     no metadata, a placeholder when the image cannot be read); ``task_meta`` draws the VI
-    overlay. ``caption`` must already be escaped (:func:`inert`). Returns what was shown."""
-    image = render.browser_image(store, sha256, max_side, task_meta=task_meta)
+    overlay. ``generated``: a generated output, served alike for every generator (no format
+    or resolution to tell them apart). ``caption`` must already be escaped (:func:`inert`).
+    Returns what was shown."""
+    image = render.browser_image(store, sha256, max_side, task_meta=task_meta,
+                                 generated=generated)
     st.image(image.data, caption=caption, width=width, output_format=image.format)  # type: ignore[arg-type]
     return image
