@@ -245,3 +245,15 @@ def test_each_workflow_says_when_its_unit_is_complete(trees):
     for f in failing:
         session.set_field(f.key, "origin", tr.NOT_A_FAILURE)
     assert session.complete()
+
+
+def test_active_time_goes_only_to_the_persons_own_visit(demo):
+    """A visit id is a plain integer; time written for ann1 cannot land on alice's visit."""
+    output = workflow.next_item(demo, "alice")
+    assert output is not None
+    visit = workflow.ROUTER.start_visit(demo, "alice", output)
+    workflow.ROUTER.add_active_time(demo, visit, 30.0, "ann1")
+    workflow.ROUTER.add_active_time(demo, visit, 5.0, "alice")
+    seconds = demo.conn.execute("SELECT active_seconds FROM queue_visits WHERE visit_id = ?",
+                                [visit]).fetchone()[0]
+    assert seconds == 5.0

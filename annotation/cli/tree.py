@@ -129,7 +129,7 @@ def _from_db(args: argparse.Namespace) -> tuple[str, list[tuple[str, Any, Any]]]
         if task is None:
             print(f"{args.db}: no task {args.task!r}", file=sys.stderr)
             return 1
-        questions = project_rows.checklist_questions(store, task.checklist_id)
+        questions = project_rows.checklist_targets(store, task.checklist_id)
     meta = task.meta
     formula = meta.get("formula") if isinstance(meta, dict) else None
     if not isinstance(formula, str) or not formula.strip():

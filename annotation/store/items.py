@@ -52,16 +52,6 @@ def output_task(store: Store, output_id: str) -> tuple[str, str | None]:
     return row[0], row[1]
 
 
-def task_row(store: Store, task_id: str) -> dict[str, Any]:
-    """``instruction``, ``checklist_id`` and ``meta`` (parsed) of a task; KeyError if none."""
-    row = store.conn.execute(
-        "SELECT instruction, checklist_id, meta FROM tasks WHERE task_id = ?",
-        [task_id]).fetchone()
-    if row is None:
-        raise KeyError(task_id)
-    return {"instruction": row[0], "checklist_id": row[1], "meta": json.loads(row[2])}
-
-
 def checklist_questions(store: Store, checklist_id: str) -> list[tuple[Any, ...]]:
     """``(question_id, text, operator, target, depends_on list)`` of a checklist, in order
     (never the pass answers)."""

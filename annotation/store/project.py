@@ -38,7 +38,7 @@ def task_questions_df(store: Store, task_id: str) -> pd.DataFrame:
         " WHERE t.task_id = ? ORDER BY q.position", [task_id])
 
 
-def checklist_questions(store: Store, checklist_id: str) -> list[tuple[str, str, str]]:
+def checklist_targets(store: Store, checklist_id: str) -> list[tuple[str, str, str]]:
     """``(question_id, operator, target)`` of the checklist, by position then id."""
     return [tuple(r) for r in store.conn.execute(
         "SELECT question_id, operator, target FROM questions WHERE checklist_id = ?"

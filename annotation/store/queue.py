@@ -173,12 +173,14 @@ class Queue:
             [self.kind, person, unit, at or now_iso()])
         return int(cur.lastrowid or 0)
 
-    def add_time(self, visit_id: int, seconds: float) -> None:
-        """Add ``seconds`` (> 0) of active time to a visit."""
+    def add_time(self, visit_id: int, seconds: float, person: str | None = None) -> None:
+        """Add ``seconds`` (> 0) of active time to a visit of this queue's kind (and, with
+        ``person``, only to one of theirs: nobody adds time to another person's visit)."""
         if seconds > 0:
             self._conn.execute(
                 "UPDATE queue_visits SET active_seconds = active_seconds + ?"
-                " WHERE visit_id = ?", [seconds, visit_id])
+                " WHERE visit_id = ? AND kind = ? AND (? IS NULL OR person = ?)",
+                [seconds, visit_id, self.kind, person, person])
 
     def visit_seconds_df(self) -> pd.DataFrame:
         """Active seconds per (person, unit), summed over visits."""

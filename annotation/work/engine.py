@@ -229,7 +229,7 @@ class Router(Generic[S]):
             act = Answering(q, person, unit, _iso(moment))
             yield act
             if act.appended and active is not None:
-                q.add_time(*active)
+                q.add_time(*active, person=person)
 
     def submit(self, store: Store, person: str, unit: str, *, slot: bool | None = None,
                now: datetime | None = None) -> None:
@@ -295,7 +295,7 @@ class Router(Generic[S]):
         if seconds <= 0:
             return
         with queues.writing(store, self.kind.name, user=person) as q:
-            q.add_time(visit_id, seconds)
+            q.add_time(visit_id, seconds, person)
 
 
 class Answering:

@@ -44,6 +44,7 @@ import pandas as pd
 
 from annotation.store import Store, items
 from annotation.store import answers as answer_rows
+from annotation.store import project as project_rows
 from annotation.store import queue as queues
 from annotation.vif.conflicts import (  # the rules' own spellings of each pre-label
     CONFLICT_KEYS,
@@ -113,8 +114,10 @@ def set_settings(store: Store, actor: str, **changes: Any) -> VerifySettings:
 # ------------------------------------------------------------------------ the task
 def _task_record(store: Store, task_id: str) -> dict[str, Any]:
     """The task as a tasks.jsonl-like record (meta, images with role/meta), for the rules."""
-    row = items.task_row(store, task_id)
-    return {"task_id": task_id, "instruction": row["instruction"], "meta": row["meta"],
+    task = project_rows.task(store, task_id)
+    if task is None:
+        raise KeyError(task_id)
+    return {"task_id": task_id, "instruction": task.instruction, "meta": task.meta,
             "images": items.task_images(store, task_id)}
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from annotation.store import Store, items
 from annotation.store import answers as answer_rows
+from annotation.store import project as project_rows
 from annotation.store import queue as queues
 from annotation.work import checklist
 from annotation.work.checklist import QuestionView, Target
@@ -207,15 +208,17 @@ class AnnotatorItem:
 
 def load_item(store: Store, output_id: str) -> AnnotatorItem:
     task_id, sha = items.output_task(store, output_id)
-    task = items.task_row(store, task_id)
+    task = project_rows.task(store, task_id)
+    if task is None:
+        raise KeyError(task_id)
     images = tuple(
         ItemImage(r.idx, r.role, r.kind, r.label, r.sha256, r.width, r.height)
         for r in store.images_df(task_id).itertuples()
     )
     questions = tuple(QuestionView(q[0], q[1], q[2], q[3], tuple(q[4]))
-                      for q in items.checklist_questions(store, task["checklist_id"]))
+                      for q in items.checklist_questions(store, task.checklist_id))
     criteria = tuple(CriterionView(*r) for r in items.criteria_rows(store))
-    return AnnotatorItem(output_id, task_id, task["instruction"], images, sha, task["meta"],
+    return AnnotatorItem(output_id, task_id, task.instruction, images, sha, task.meta,
                          questions, criteria)
 
 
