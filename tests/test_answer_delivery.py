@@ -133,7 +133,8 @@ def test_order_is_kept_per_question_not_per_unit(demo):
     assert output is not None
     q1, q2 = [q.question_id for q in workflow.load_item(demo, output).questions[:2]]
     base = {"annotator": "alice", "output_id": output, "source": "app"}
-    deliver(demo, "annotation", dict(base, question_id=q2, answer="no"), Delivery("b", 20))
+    assert deliver(demo, "annotation", dict(base, question_id=q2, answer="no"),
+                   Delivery("b", 20)).outcome == "written"
     first = deliver(demo, "annotation", dict(base, question_id=q1, answer="yes"),
                     Delivery("a", 10))
     assert first.outcome == "written"
@@ -173,6 +174,7 @@ def test_receipts_are_append_only(demo):
     deliver(demo, "annotation", {"annotator": "alice", "output_id": output,
                                  "question_id": qid, "answer": "yes", "source": "app"},
             Delivery("r", 1))
+    assert demo.conn.execute("SELECT count(*) FROM answer_receipts").fetchone()[0] == 1
     for sql in ("UPDATE answer_receipts SET outcome = 'stale'", "DELETE FROM answer_receipts"):
         with pytest.raises(sqlite3.IntegrityError, match="append-only"), \
                 demo.transaction() as conn:
@@ -184,3 +186,21 @@ def test_answers_without_a_delivery_leave_no_receipt(demo):
     first_rows(demo)
     assert demo.conn.execute("SELECT count(*) FROM answer_receipts").fetchone()[0] == 0
     assert schema.SCHEMA_VERSION >= 7
+
+
+def test_the_engine_passes_a_delivery_through_to_the_writer(demo):
+    """The path a page's answer takes (Router.answering -> Answering.supersede -> the queue
+    -> the writer): a press delivered twice there is one row too."""
+    output = workflow.next_item(demo, "alice")
+    assert output is not None
+    qid = workflow.load_item(demo, output).questions[0].question_id
+    row = {"annotator": "alice", "output_id": output, "question_id": qid, "answer": "yes",
+           "source": "app"}
+    before = rows_of(demo, "annotation")
+    ids = []
+    for _ in range(2):
+        with workflow.ROUTER.answering(demo, "alice", output) as act:
+            ids.append(act.supersede("annotation", dict(row), same=("answer",),
+                                     delivery=Delivery("page-press", 7)))
+    assert ids[0] == ids[1] and rows_of(demo, "annotation") == before + 1
+    assert demo.conn.execute("SELECT outcome FROM answer_receipts").fetchall() == [("written",)]

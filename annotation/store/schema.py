@@ -365,14 +365,20 @@ ANSWER_TABLES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def append_only_sql(table: str, row_id: str, what: str) -> str:
-    """The triggers that refuse UPDATE and DELETE on an answer table and its view of the
-    current rows (those no later row supersedes): the one definition of "append-only"."""
+def refuse_changes_sql(table: str, what: str) -> str:
+    """The triggers that refuse UPDATE and DELETE on ``table``: the one definition of
+    "append-only"."""
     return f"""
     CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}
         BEGIN SELECT RAISE(ABORT, '{what} are append-only'); END;
     CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}
-        BEGIN SELECT RAISE(ABORT, '{what} are append-only'); END;
+        BEGIN SELECT RAISE(ABORT, '{what} are append-only'); END;"""
+
+
+def append_only_sql(table: str, row_id: str, what: str) -> str:
+    """An answer table's triggers (:func:`refuse_changes_sql`) and its view of the current
+    rows (those no later row supersedes)."""
+    return refuse_changes_sql(table, what) + f"""
     CREATE VIEW current_{table} AS
         SELECT a.* FROM {table} a
         WHERE NOT EXISTS (SELECT 1 FROM {table} b WHERE b.supersedes = a.{row_id});
@@ -487,11 +493,7 @@ MIGRATIONS.append("""
         received_at TEXT NOT NULL
     );
     CREATE INDEX answer_receipts_target ON answer_receipts(kind, person, unit, target, seq);
-    CREATE TRIGGER answer_receipts_no_update BEFORE UPDATE ON answer_receipts
-        BEGIN SELECT RAISE(ABORT, 'answer receipts are append-only'); END;
-    CREATE TRIGGER answer_receipts_no_delete BEFORE DELETE ON answer_receipts
-        BEGIN SELECT RAISE(ABORT, 'answer receipts are append-only'); END;
-""")
+""" + refuse_changes_sql("answer_receipts", "answer receipts"))
 
 SCHEMA_VERSION = len(MIGRATIONS)
 #: the store runs VACUUM once after migrating past this version (migration 6 drops tables)
