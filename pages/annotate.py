@@ -1,24 +1,23 @@
 """The annotator workspace: one output at a time, keyboard first, blind.
 
-Layout only: the controller is annotation.work.workflow.AnnotationSession; images come from
+Layout only: the controller is annotation.work.workflow.AnnotationSession; the answers are
+typed into the answer panel (annotation.ui.answer_panel: keys handled in the browser, an
+outbox retried until the server acknowledges each answer); images come from
 annotation.ui.widgets.show_image (re-encoded from pixels, a placeholder if unreadable). No pass
 answer, judge output or generator name is ever put on this page (AnnotatorItem has no field
-for them).
+for them, the panel gets targets by position).
 """
 
 import streamlit as st
 
-from annotation.ui import render
+from annotation.ui import answer_panel, render
 from annotation.ui.app_state import open_store
 from annotation.ui.incidents import guarded
 from annotation.ui.widget_keys import widget_key
 from annotation.ui.widgets import inert, require, safe_markdown, show_image
 from annotation.vif.readouts import readouts
 from annotation.work import workflow
-from annotation.work.checklist import group_questions
 from annotation.work.workflow import AnnotationSession
-
-ANSWER_TEXT = {"yes": "Yes", "no": "No", "cant_tell": "Can't tell"}
 
 user = require()
 store = open_store(st.session_state)
@@ -48,7 +47,6 @@ if session.output_id is None:
     st.stop()
 
 item = session.item
-shown_output = item.output_id  # what this page shows (the fragment checks it is still so)
 done, total = session.progress()
 if notice := session.state.pop("notice", None):  # a stale tab was refused: say why
     st.warning(notice, icon=":material/sync_problem:")
@@ -70,7 +68,7 @@ if guidelines:
     with st.sidebar.expander("Guidelines", icon=":material/menu_book:"):
         st.markdown(safe_markdown(guidelines))
 
-view, answer_panel = st.columns([4, 3], gap="medium")
+view, answer_column = st.columns([4, 3], gap="medium")
 
 # ------------------------------------------------------------------ the item
 with view:
@@ -127,122 +125,45 @@ with output_area:
             key=compare_key, label_visibility="collapsed",
             format_func=lambda i: "Compare side by side with an input ..." if i is None
             else f"Compare with Image_{i}")
-        if st.button("Enlarge", icon=":material/zoom_in:", shortcut="E"):
-            @st.dialog("Generated output", width="large")
+        if st.session_state.get("enlarge_open"):
+            def close_enlarge() -> None:
+                st.session_state["enlarge_open"] = False
+
+            @st.dialog("Generated output", width="large", on_dismiss=close_enlarge)
             @guarded
             def enlarge() -> None:
                 show_image(store, item.output_sha256, render.ENLARGE_SIZE, generated=True)
             enlarge()
 
 # ------------------------------------------------------------------ questions and ratings
-@st.fragment
-@guarded
-def answers_view() -> None:
-    """The answer panel. A fragment: an answer reruns only this panel, not the images."""
-    user = require()  # every rerun of the panel checks the session again
-    session = AnnotationSession(store, user.name, st.session_state["annotate"])
-    if session.state.get("output_id") != shown_output:  # moved on: redraw the whole page
-        st.rerun(scope="app")
-    if notice := session.state.pop("notice", None):
-        st.warning(notice, icon=":material/sync_problem:")
-    item, mine, gate = session.item, session.answers(), session.applicable()
-    targets, current = session.targets(), session.current
-    if current is not None and current.is_question:
-        question = next(q for q in item.questions if q.question_id == current.key)
-        with st.container(border=True):
-            heading = " · ".join(p for p in (question.operator, question.target) if p)
-            if heading:
-                st.caption(inert(heading))
-            st.markdown(f"**{inert(question.text)}**")
-            given = mine.answers.get(question.question_id)
-            if given:
-                st.caption(f"Your answer: {ANSWER_TEXT[given]}")
-            row = st.columns([1, 1, 1.5], gap="xsmall")
-            for col, (value, label, key) in zip(row, (("yes", "Yes", "Y"), ("no", "No", "N"),
-                                                      ("cant_tell", "Can't tell", "U"))):
-                col.button(label, shortcut=key, width="stretch", on_click=session.answer,
-                           args=(value,), type="primary" if given == value else "secondary")
-    elif current is not None:
-        crit = next(c for c in item.criteria if c.name == current.key)
-        with st.container(border=True):
-            st.caption(f"Rating {crit.min:g}-{crit.max:g}")
-            st.markdown(f"**{inert(crit.label)}**")
-            given = mine.scores.get(crit.name)
-            if given is not None:
-                st.caption(f"Your score: {given:g}")
-            values = list(range(int(crit.min), int(crit.max) + 1))
-            per_row = 5 if len(values) > 5 else len(values)  # room for the key hint
-            for start in range(0, len(values), per_row):
-                row = st.columns(per_row, gap="xxsmall")
-                for value, col in zip(values[start:start + per_row], row):
-                    key = "0" if value == 10 else str(value)
-                    usable = len(values) <= 10 and 0 <= value <= 10
-                    col.button(str(value), shortcut=key if usable else None, width="stretch",
-                               type="primary" if given == value else "secondary",
-                               key=f"score-{value}", on_click=session.score,
-                               args=(float(value),))
-            if crit.rubric:
-                with st.expander("Rubric", expanded=True):
-                    st.markdown(safe_markdown(crit.rubric))
-
-    nav = st.columns(2)
-    nav[0].button("Previous", shortcut="K", icon=":material/arrow_upward:", width="stretch",
-                  on_click=session.move, args=(-1,))
-    nav[1].button("Next", shortcut="J", icon=":material/arrow_downward:", width="stretch",
-                  on_click=session.move, args=(1,))
-
-    st.caption("Checklist")
-    index = {t.key: i for i, t in enumerate(targets)}
-    for heading, questions in group_questions(item.questions):
-        if heading:
-            st.markdown(f":gray[{inert(heading)}]")
-        for q in questions:
-            i = index[q.question_id]
-            given = mine.answers.get(q.question_id)
-            here = i == session.cursor
-            text = inert(q.text)
-            if not gate[q.question_id]:
-                st.markdown(f":gray[~~{text}~~ (not applicable)]")
-                continue
-            key = widget_key("q", item.output_id, q.question_id, given)
-            st.segmented_control(  # the question is the control's label: one element each
-                f"**▶ {text}**" if here else text, ["yes", "no", "cant_tell"], default=given,
-                key=key, format_func=ANSWER_TEXT.get,
-                on_change=lambda k=key, qid=q.question_id: session.answer_question(
-                    qid, st.session_state[k]) if st.session_state[k] else None)
-    if item.criteria:
-        st.caption("Ratings")
-        for c in item.criteria:
-            given = mine.scores.get(c.name)
-            here = index[c.name] == session.cursor
-            score = f"{given:g}" if given is not None else "–"
-            label = f"**▶ {inert(c.label)}**" if here else inert(c.label)
-            st.button(f"{label} · {score}",
-                      key=widget_key("c", item.output_id, c.name), type="tertiary",
-                      icon=":material/star:" if given is not None
-                      else ":material/radio_button_unchecked:",
-                      on_click=session.go_to, args=(index[c.name],))
-
-    complete = session.complete()
-    actions = st.columns([2, 1, 1])
-    # these change the item (or open a dialog): they rerun the whole page
-    if actions[0].button("Submit item", shortcut="Enter", type="primary", disabled=not complete,
-                         icon=":material/done_all:", width="stretch"):
-        session.submit()
-        st.rerun(scope="app")
-    if actions[1].button("Back", shortcut="B", icon=":material/undo:", width="stretch",
-                         help="Reopen the item you submitted before this one"):
-        session.back()
-        st.rerun(scope="app")
-    if actions[2].button("Flag", shortcut="F", icon=":material/flag:", width="stretch"):
+def on_command(command: dict) -> None:
+    """A command from the answer panel (before the page runs): once per command, only
+    after every answer typed before it was acknowledged (annotation.ui.answer_panel)."""
+    here = AnnotationSession(open_store(st.session_state), user.name,
+                             st.session_state["annotate"])
+    name = answer_panel.take_command(here.state, command, COMMANDS)
+    if name is None:
+        return
+    command["unit"] = here.output_id
+    here.panel_command(command["seconds"], command["cursor"])
+    if name == "submit" and not here.submit() and here.output_id == command["unit"]:
+        here.state["notice"] = ("This item is not complete yet: "
+                                f"{len(here.remaining())} answer(s) left.")
+    elif name == "back":
+        here.back()
+    elif name == "flag":
         st.session_state["flag_open"] = True
-        st.rerun(scope="app")
-    if not complete:
-        st.caption(f"{len(session.remaining())} answer(s) left before you can submit.")
+    elif name == "enlarge":
+        st.session_state["enlarge_open"] = True
+    elif name == "reload":
+        here.give_up("This item went to someone else while it was open here: the page now "
+                     "shows the item that is yours. Your earlier answers are kept.")
 
 
-with answer_panel:
-    answers_view()
+COMMANDS = ("submit", "back", "flag", "enlarge", "reload")
+with answer_column:
+    answer_panel.show(session.panel(), person=user.name, unit=item.output_id,
+                      key="annotate-panel", on_command=on_command)
     if st.session_state.get("flag_open"):
         def close_flag() -> None:
             st.session_state["flag_open"] = False

@@ -167,6 +167,12 @@ def kind_name(kind: str | AnswerKind) -> str:
     return next(name for name, k in ANSWER_KINDS.items() if k.table == kind.table)
 
 
+def delivered(conn: sqlite3.Connection, client_id: str) -> bool:
+    """Whether the press ``client_id`` was delivered before (it has a receipt)."""
+    return conn.execute("SELECT 1 FROM answer_receipts WHERE client_id = ?",
+                        [client_id]).fetchone() is not None
+
+
 def _receipt(conn: sqlite3.Connection, name: str, values: Mapping[str, Any], target: str,
              delivery: Delivery, outcome: str, row_id: int | None, k: AnswerKind) -> None:
     conn.execute(

@@ -22,6 +22,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -162,6 +163,17 @@ class Queue:
         return answer_rows.supersede(self._conn, kind, row, same=same, previous=previous,
                                      delivery=delivery)
 
+    def delivered(self, client_id: str) -> bool:
+        """Whether the press ``client_id`` was delivered before."""
+        return answer_rows.delivered(self._conn, client_id)
+
+    def receipt_outcome(self, client_id: str) -> str | None:
+        """What the first delivery of the press ``client_id`` did (written, unchanged,
+        stale), or None."""
+        row = self._conn.execute("SELECT outcome FROM answer_receipts WHERE client_id = ?",
+                                 [client_id]).fetchone()
+        return row[0] if row else None
+
     def current_rows(self, kind: str, person: str, unit: str) -> list[dict[str, Any]]:
         return answer_rows.current_rows(self._conn, kind, person, unit)
 
@@ -218,6 +230,23 @@ def writing(store: Store, kind: str, *, user: str | None,
 def reader(store: Store, kind: str) -> Queue:
     """``kind``'s queue on the store's connection, for reading outside a transaction."""
     return Queue(store.conn, kind)
+
+
+@dataclass(frozen=True)
+class Visit:
+    """One opening of a unit: which queue (``kind``), by whom, which unit."""
+
+    visit_id: int
+    kind: str
+    person: str
+    unit: str
+
+
+def visit(store: Store, visit_id: int) -> Visit | None:
+    """The visit ``visit_id`` (of any kind), or None."""
+    row = store.conn.execute("SELECT visit_id, kind, person, unit FROM queue_visits"
+                             " WHERE visit_id = ?", [visit_id]).fetchone()
+    return None if row is None else Visit(int(row[0]), row[1], row[2], row[3])
 
 
 def release_person(conn: sqlite3.Connection, person: str) -> int:

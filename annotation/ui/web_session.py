@@ -66,7 +66,7 @@ def cookie_step(action: str, code: str | None = None, *, key: str,
 
 
 # ------------------------------------------------------------------ the server side
-def _same_origin(headers: Any) -> bool:
+def same_origin(headers: Any) -> bool:
     """A browser's fetch() sends ``Origin``; it must name this very host (the one the
     browser asked for: ``Host``, or ``X-Forwarded-Host`` behind a reverse proxy)."""
     origin = headers.get("origin")
@@ -117,7 +117,7 @@ def routes() -> list[Any]:
         return Response(status_code=403, headers={"Cache-Control": "no-store"})
 
     async def session_endpoint(request: Any) -> Response:
-        if not _same_origin(request.headers):
+        if not same_origin(request.headers):
             return refused()
         body = await request.body()
         if len(body) > 256:
@@ -132,7 +132,7 @@ def routes() -> list[Any]:
         return response
 
     async def signout_endpoint(request: Any) -> Response:
-        if not _same_origin(request.headers):
+        if not same_origin(request.headers):
             return refused()
         await run_in_threadpool(revoke_token, request.cookies.get(sessions.COOKIE_NAME))
         response = Response(status_code=204, headers={"Cache-Control": "no-store"})

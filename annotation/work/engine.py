@@ -43,10 +43,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
 from annotation.store import Store
+from annotation.store import answers as answer_rows
 from annotation.store import queue as queues
 from annotation.store.answers import Delivery
 
 IDLE_CAP_SECONDS = 120.0
+#: ``seen`` of :meth:`Answering.check_seen` (and the workflows' writers) when the caller
+#: does not check for other tabs
+UNCHECKED: Any = object()
 DEFAULT_RESERVATION_MINUTES = 30
 
 S = TypeVar("S")
@@ -309,6 +313,22 @@ class Answering:
     def current(self, kind: str, key: dict[str, Any]) -> dict[str, Any] | None:
         return self._q.current_answer(kind, self.person, self.unit, key)
 
+    def check_seen(self, kind: str, current: dict[str, Any] | None, seen: Any,
+                   delivery: Delivery | None = None) -> None:
+        """Raise :class:`ChangedElsewhere` when the current answer is not the row the
+        caller showed (``seen``: its id, None for no answer; :data:`UNCHECKED`: do not
+        check): another tab or window of the same person answered meanwhile. A press
+        delivered before (a retry) is not checked again: its own write moved the row."""
+        if seen is UNCHECKED:
+            return
+        if delivery is not None and self._q.delivered(delivery.client_id):
+            return
+        row_id = answer_rows.ANSWER_KINDS[kind].row_id
+        if (current[row_id] if current else None) != seen:
+            raise ChangedElsewhere(
+                "This answer was changed in another tab or window meanwhile: reloaded. "
+                "Nothing was overwritten; check it and answer again if needed.")
+
     def supersede(self, kind: str, row: dict[str, Any], *, same: Sequence[str] | None,
                   previous: dict[str, Any] | None | bool = True,
                   delivery: Delivery | None = None) -> int:
@@ -418,6 +438,25 @@ class Controller:
             return False
         self._open(self.router.next(self.store, self.person))
         return True
+
+    def panel_command(self, seconds: float, cursor: int | None = None) -> None:
+        """A command from the answer panel (:mod:`annotation.ui.answer_panel`) is about to
+        run: add the ``seconds`` the panel measured since its last press (capped) to the
+        open visit, and restart the server's own count from now (the panel's presses
+        carried their own time); ``cursor``: where the panel's cursor is (a flag of an
+        ambiguous question names the question there)."""
+        if cursor is not None and cursor >= 0:
+            self.state["cursor"] = cursor
+        visit = self.state.get("visit_id")
+        if visit is not None and seconds > 0:
+            self.router.add_active_time(self.store, visit, min(seconds, IDLE_CAP_SECONDS),
+                                        person=self.person)
+        self.state["last_ts"] = self.clock()
+
+    def give_up(self, notice: str) -> None:
+        """The open unit can no longer be answered here (the panel's answer was refused:
+        it went to someone else): say so and open the router's next unit."""
+        self._taken(ItemTaken(notice))
 
     def back(self) -> bool:
         """Reopen the previously submitted unit to review it (answers can be changed,

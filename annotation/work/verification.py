@@ -46,6 +46,7 @@ from annotation.store import Store, items
 from annotation.store import answers as answer_rows
 from annotation.store import project as project_rows
 from annotation.store import queue as queues
+from annotation.store.answers import Delivery
 from annotation.vif.conflicts import (  # the rules' own spellings of each pre-label
     CONFLICT_KEYS,
     LIGHT_KEYS,
@@ -60,15 +61,19 @@ from annotation.vif.conflicts import (  # the rules' own spellings of each pre-l
 from annotation.vif.readouts import readouts
 from annotation.work.engine import (
     DEFAULT_RESERVATION_MINUTES,
+    UNCHECKED,
     Controller,
     ItemTaken,
     Kind,
     Router,
 )
+from annotation.work.panel import Option, PanelTarget
 from annotation.work.workflow import ItemImage
 
 #: The conflict types a verifier judges (layout never conflicts).
 CONFLICT_TYPES = ("orientation", "light", "wind", "pose")
+CONFLICT_TITLES = {"orientation": "Orientation", "light": "Light", "wind": "Wind",
+                   "pose": "Pose"}
 #: Pre-label attributes, and the conflict type whose rule reads each.
 ATTRIBUTE_TYPE = {
     "yaw": "orientation",
@@ -373,11 +378,12 @@ def give_verdict(
     store: Store, verifier: str, task_id: str, conflict: str, label: bool,
     automatic: bool | None, *, note: str | None = None, blind: bool = True,
     now: datetime | None = None, active: tuple[int, float] | None = None,
-    slot: bool | None = None,
+    slot: bool | None = None, expected: Any = UNCHECKED, delivery: Delivery | None = None,
 ) -> int:
     """Record the verified label of one conflict type (appended; supersedes a different
     earlier verdict). ``agrees`` is derived: the verified label equals ``automatic``.
-    ``slot``: see :meth:`annotation.work.engine.Router.claim`."""
+    ``slot``: see :meth:`annotation.work.engine.Router.claim`; ``expected`` and
+    ``delivery``: as for :func:`annotation.work.workflow.give_answer`."""
     if conflict not in CONFLICT_TYPES:
         raise ValueError(f"conflict must be one of {', '.join(CONFLICT_TYPES)}")
     if not isinstance(label, bool):
@@ -387,11 +393,55 @@ def give_verdict(
     note = (note or "").strip() or None
     with ROUTER.answering(store, verifier, task_id, slot=slot, now=now,
                           active=active) as act:
+        current = act.current("verdict", {"conflict": conflict})
+        act.check_seen("verdict", current, expected, delivery)
         return act.supersede("verdict", {
             "verifier": verifier, "task_id": task_id, "conflict": conflict,
             "automatic": auto, "agrees": agrees, "label": int(label), "note": note,
             "blind": int(blind), "created_at": act.stamp},
-            same=("label", "note", "automatic"))
+            same=("label", "note", "automatic"), previous=current, delivery=delivery)
+
+
+def label_text(value: object) -> str:
+    """``conflict`` / ``no conflict`` / ``undecided`` for a label (True / False / None)."""
+    return {True: "conflict", False: "no conflict"}.get(value, "undecided")  # type: ignore
+
+
+def verdict_label(automatic: bool | None, agree: bool) -> tuple[bool, bool | None]:
+    """``(label, automatic)`` of an agree / disagree press: the verified label follows
+    the automatic one; with no automatic label, *agree* means *conflict*."""
+    return (agree if automatic is None else (automatic if agree else not automatic)),\
+        automatic
+
+
+def verdict_targets(item: VerifyItem) -> list[PanelTarget]:
+    """The answer panel's targets of a task: one verdict per conflict type, ``A`` agree
+    and ``D`` disagree with the automatic label (with none: conflict / no conflict)."""
+    out = []
+    for check in item.checks:
+        auto = check.automatic
+        if auto is None:
+            options = (Option("agree", "Conflict", "A"), Option("disagree", "No conflict", "D"))
+            caption = "No automatic label: give the label yourself"
+        else:
+            source = "published label" if check.published is not None else "rules"
+            options = (Option("agree", f"Agree: {label_text(auto)}", "A"),
+                       Option("disagree", f"Disagree: {label_text(not auto)}", "D"))
+            caption = f"Automatic label ({source}): {label_text(auto)}"
+        out.append(PanelTarget("v", check.conflict, CONFLICT_TITLES[check.conflict], options,
+                               caption=caption))
+    return out
+
+
+def verdict_values(item: VerifyItem, verdicts: Mapping[str, Verdict]) -> dict[int, str]:
+    """The panel's value (``agree`` / ``disagree``) of each verdict given, by position."""
+    out = {}
+    for i, check in enumerate(item.checks):
+        v = verdicts.get(check.conflict)
+        if v is not None:
+            agree = v.label if check.automatic is None else bool(v.agrees)
+            out[i] = "agree" if agree else "disagree"
+    return out
 
 
 def my_verdicts(store: Store, verifier: str, task_id: str) -> dict[str, Verdict]:
@@ -556,8 +606,7 @@ class VerifySession(Controller):
         if self._moved:
             return None
         check = next(c for c in self.item.checks if c.conflict == conflict)
-        automatic = check.automatic
-        label = agree if automatic is None else (automatic if agree else not automatic)
+        label, automatic = verdict_label(check.automatic, agree)
         if note is None:
             old = self.verdicts().get(conflict)
             note = old.note if old else self.pending_note(conflict)

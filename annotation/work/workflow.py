@@ -29,11 +29,14 @@ from annotation.store import Store, items
 from annotation.store import answers as answer_rows
 from annotation.store import project as project_rows
 from annotation.store import queue as queues
+from annotation.store.answers import Delivery
 from annotation.work import checklist
+from annotation.work import panel as panels
 from annotation.work.checklist import QuestionView, Target
 from annotation.work.engine import (
     DEFAULT_RESERVATION_MINUTES,
     IDLE_CAP_SECONDS,
+    UNCHECKED,
     ChangedElsewhere,
     Controller,
     ItemTaken,
@@ -46,10 +49,14 @@ from annotation.work.engine import personal_order as engine_order
 __all__ = ["ChangedElsewhere", "ItemTaken", "active_increment", "IDLE_CAP_SECONDS"]
 
 DEFAULT_OVERLAP = 3
+#: the annotation page's commands in the answer panel (README: keys)
+COMMANDS = (panels.Command("submit", "Submit item", "Enter", primary=True),
+            panels.Command("back", "Back", "B"), panels.Command("flag", "Flag", "F"),
+            panels.Command("enlarge", "Enlarge", "E"))
 FLAG_REASONS = ("broken_image", "ambiguous_question", "other")
 SAMPLE_MODES = ("all", "uniform", "stratified")
 #: ``expected`` of :func:`give_answer` when the caller does not check for other tabs
-ANY: Any = object()
+ANY: Any = UNCHECKED
 
 
 # ------------------------------------------------------------------------ settings
@@ -263,6 +270,7 @@ def give_answer(
     active: tuple[int, float] | None = None,
     expected: int | None | object = ANY,
     slot: bool | None = None,
+    delivery: Delivery | None = None,
 ) -> int:
     """Record one answer (appended; supersedes a different earlier one), renew the
     reservation and add ``active = (visit_id, seconds)`` of active time, in one
@@ -274,20 +282,19 @@ def give_answer(
     :class:`ChangedElsewhere` is raised, with the current answer: never a silent replace.
     Omitted: not checked. ``slot``: also require the right to answer the item now
     (:meth:`annotation.work.engine.Router.claim`, else :class:`ItemTaken`); None: whenever
-    the store acts for a signed-in person (the app).
+    the store acts for a signed-in person (the app). ``delivery``: the key press the answer
+    came from (:class:`annotation.store.answers.Delivery`: written once, in order).
     """
     key = {"question_id": question_id, "criterion": criterion}
     with ROUTER.answering(store, annotator, output_id, slot=slot, now=now,
                           active=active) as act:
         current = act.current("annotation", key)
-        if expected is not ANY and (current["annotation_id"] if current else None) != expected:
-            raise ChangedElsewhere(
-                "This answer was changed in another tab or window meanwhile: reloaded. "
-                "Nothing was overwritten; check it and answer again if needed.")
+        act.check_seen("annotation", current, expected, delivery)
         same = ("answer", "score") if note is None else ("answer", "score", "note")
         return act.supersede("annotation", {
             "annotator": annotator, "output_id": output_id, **key, "answer": answer,
-            "score": score, "note": note, "source": "app"}, same=same, previous=current)
+            "score": score, "note": note, "source": "app"}, same=same, previous=current,
+            delivery=delivery)
 
 
 def submit(store: Store, annotator: str, output_id: str, *, slot: bool | None = None,
@@ -567,6 +574,25 @@ class AnnotationSession(Controller):
         if self.output_id is None or not self.complete():
             return False
         return self._submit()
+
+    def panel(self) -> panels.Panel:
+        """What the answer panel shows of the open item: its targets with this annotator's
+        stored answers, and the page's commands (Submit on Enter, Back, Flag, Enlarge)."""
+        item = self.item
+        targets = panels.annotation_targets(item.questions, [
+            (c.name, c.label, c.min, c.max, c.step, c.rubric) for c in item.criteria])
+        mine = self.answers()
+        values: dict[int, Any] = {}
+        rows: dict[int, int] = {}
+        for i, t in enumerate(targets):
+            value = mine.answers.get(t.key) if t.kind == "q" else mine.scores.get(t.key)
+            if value is not None:
+                values[i], rows[i] = value, mine.ids[t.key]
+        return panels.Panel(
+            visit=int(self.state["visit_id"]), targets=tuple(targets), values=values,
+            rows=rows, commands=COMMANDS, submit="submit",
+            reviewing=bool(self.state.get("reviewing")),
+            handled=int(self.state.get("handled", 0)))
 
     def flag(self, reason: str, note: str | None = None) -> int:
         """F: flag the item (broken image, ambiguous question, other + note)."""
