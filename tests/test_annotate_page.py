@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from annotation.accounts.auth import User
 from annotation.store import Store
 from annotation.work import workflow
+from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import ensure_account
 
@@ -56,15 +57,6 @@ def task_id(at: AppTest) -> str:
     return at.subheader[0].value.removeprefix("Task ").replace("\\", "")
 
 
-def current_text(at: AppTest) -> str:
-    """The question (or criterion) the keyboard acts on: the one marked ▶ in the list."""
-    labels = [m.value for m in at.markdown] + [g.label for g in at.button_group]
-    labels += [b.label for b in at.button]
-    marked = [text.split("**")[1] for text in labels if text.startswith("**▶ ")]
-    assert len(marked) == 1, marked
-    return marked[0].removeprefix("▶ ").replace("\\", "")
-
-
 def all_text(at: AppTest) -> str:
     """Every rendered element's protobuf, as text: what the browser receives."""
     parts: list[str] = []
@@ -80,22 +72,6 @@ def all_text(at: AppTest) -> str:
 
     walk(at._tree)
     return "\n".join(parts)
-
-
-def complete_by_shortcut_buttons(at: AppTest) -> None:
-    """Answer every open target with the Y button or the 7 button (shortcut keys y / 7)."""
-    for _ in range(60):
-        if not button(at, "Submit item").proto.disabled:
-            return
-        if any(b.label == "7" for b in at.button):  # the rating card is on screen
-            seven = button(at, "7")
-            assert seven.proto.shortcut == "7"
-            seven.click().run()
-        else:
-            yes = button(at, "Yes")
-            assert yes.proto.shortcut == "y"
-            yes.click().run()
-    raise AssertionError("the item never became complete")
 
 
 @pytest.mark.slow
@@ -118,13 +94,23 @@ def test_sign_in_form_then_guidelines_first(db):
     assert at.subheader[0].value.startswith("Task ")
 
 
-def test_every_action_has_its_shortcut(db):
+def test_every_action_has_its_key(db):
+    """The README's keys, as the panel gets them (J / K and Enter are the panel's own)."""
     at = annotate_as("alice")
-    shortcuts = {b.label: b.proto.shortcut for b in at.button}
-    assert shortcuts["Yes"] == "y" and shortcuts["No"] == "n" and shortcuts["Can't tell"] == "u"
-    assert shortcuts["Previous"] == "k" and shortcuts["Next"] == "j"
-    assert shortcuts["Submit item"] == "enter" and shortcuts["Back"] == "b"
-    assert shortcuts["Flag"] == "f" and shortcuts["Enlarge"] == "e"
+    data = panel.spec(at)
+    questions = [t for t in data["targets"] if t["kind"] == "q"]
+    criteria = [t for t in data["targets"] if t["kind"] == "c"]
+    assert questions and criteria
+    for t in questions:
+        assert [(o[0], o[2]) for o in t["options"]] == [("yes", "y"), ("no", "n"),
+                                                       ("cant_tell", "u")]
+    for t in criteria:  # 1..10: digits, 0 = 10
+        assert [o[2] for o in t["options"]] == [*"123456789", "0"]
+    commands = {c[0]: c[2] for c in data["commands"]}
+    assert commands == {"submit": "enter", "back": "b", "flag": "f", "enlarge": "e"}
+    assert data["submit"] == "submit"
+    # no Streamlit button of the page keeps a shortcut of its own (it would fire twice)
+    assert not [b.label for b in at.button if b.proto.shortcut]
 
 
 @pytest.mark.slow
@@ -132,10 +118,9 @@ def test_complete_an_item_with_the_shortcut_buttons(db):
     at = annotate_as("alice")
     first = task_id(at)
     output_before = at.session_state["annotate"]["output_id"]
-    complete_by_shortcut_buttons(at)
-    submit = button(at, "Submit item")
-    assert submit.proto.shortcut == "enter" and not submit.proto.disabled
-    submit.click().run()
+    panel.complete(at)
+    assert not panel.open_targets(panel.spec(at))
+    panel.command(at, "submit", seconds=2.0)
     with Store.open(db) as store:
         assert workflow.is_submitted(store, "alice", output_before)
         answers = store.annotations_df()
@@ -152,24 +137,24 @@ def test_complete_an_item_with_the_shortcut_buttons(db):
 def test_reload_resumes_at_the_first_unfinished_item(db):
     at = annotate_as("alice")
     output = at.session_state["annotate"]["output_id"]
-    button(at, "Yes").click().run()
-    button(at, "No").click().run()
-    expected = current_text(at)
+    first, second = panel.open_targets(panel.spec(at))[:2]
+    panel.answer(at, first, "yes")
+    panel.answer(at, second, "no")
     # a reload, a closed tab or another machine: a new session of the same annotator
     again = annotate_as("alice")
     assert again.session_state["annotate"]["output_id"] == output
-    assert current_text(again) == expected
+    values = [t["value"] for t in panel.spec(again)["targets"]]
+    assert values[first] == "yes" and values[second] == "no"  # the stored answers
+    assert panel.spec(again)["visit"] != panel.spec(at)["visit"]  # a visit of its own
 
 
 @pytest.mark.slow
 def test_changing_an_answer_keeps_the_history(db):
     at = annotate_as("alice")
     output = at.session_state["annotate"]["output_id"]
-    first_question = current_text(at)
-    button(at, "Yes").click().run()
-    button(at, "Previous").click().run()
-    assert current_text(at) == first_question
-    button(at, "No").click().run()
+    first = panel.open_targets(panel.spec(at))[0]
+    panel.answer(at, first, "yes")
+    assert panel.answer(at, first, "no")["outcome"] == "written"
     with Store.open(db) as store:
         history = store.annotations_df(history=True)
         rows = history[(history.annotator == "alice") & (history.output_id == output)]
@@ -210,10 +195,14 @@ def test_dependency_gating_on_the_page(db):
         targets = session.targets()
         session.go_to(next(i for i, t in enumerate(targets) if t.key == parent))
     at.run()
-    button(at, "No").click().run()
-    gated = [m.value for m in at.markdown if "(not applicable)" in m.value]
-    assert any(row.text.split("(")[0].strip()[:20].replace("-", "\\-") in g.replace("\\", "")
-               or row.text[:20] in g.replace("\\", "") for g in gated), gated
+    data = panel.spec(at)
+    texts = [t["text"] for t in data["targets"]]
+    child, parent_at = texts.index(row.text), session.cursor
+    assert parent_at in data["targets"][child]["parents"]  # the panel strikes it out at once
+    panel.answer(at, parent_at, "no")
+    refused = panel.answer(at, child, "yes")  # and the server never stores it
+    assert refused["status"] == "refused" and "does not apply" in refused["message"]
+    assert panel.spec(at)["targets"][child]["value"] is None
 
 
 @pytest.mark.slow
@@ -274,7 +263,7 @@ def test_no_judge_output_pass_answer_or_generator_on_the_page(db):
     for word in ("pass_answer", "expected answer", "Reasoning:"):
         assert word not in rendered
     # and after answering everything (the rating card is on screen) still nothing
-    complete_by_shortcut_buttons(at)
+    panel.complete(at)
     rendered = all_text(at)
     for raw in raws:
         assert raw[:40] not in rendered
@@ -285,7 +274,7 @@ def test_no_judge_output_pass_answer_or_generator_on_the_page(db):
 def test_flag_an_item(db):
     at = annotate_as("alice")
     output = at.session_state["annotate"]["output_id"]
-    button(at, "Flag").click().run()
+    panel.command(at, "flag")
     at.radio[0].set_value("broken_image")
     at.text_area[0].input("the output is all black")
     [b for b in at.button if b.label == "Flag" and b.proto.type == "primary"][0].click().run()
@@ -301,12 +290,13 @@ def test_flag_an_item(db):
 def test_back_reopens_the_previous_item(db):
     at = annotate_as("alice")
     first = at.session_state["annotate"]["output_id"]
-    complete_by_shortcut_buttons(at)
-    button(at, "Submit item").click().run()
+    panel.complete(at)
+    panel.command(at, "submit")
     assert at.session_state["annotate"]["output_id"] != first
-    button(at, "Back").click().run()
+    panel.command(at, "back")
     assert at.session_state["annotate"]["output_id"] == first
     assert any("Reviewing an item you already submitted" in c.value for c in at.caption)
+    assert panel.spec(at)["reviewing"]
 
 
 def test_a_disabled_account_is_signed_out_at_its_next_click(db):
@@ -315,6 +305,12 @@ def test_a_disabled_account_is_signed_out_at_its_next_click(db):
     at = annotate_as("alice")
     with Store.open(db) as store:
         auth.disable_user(store, "alice", actor="admin")
-    button(at, "Yes").click().run()
+        before = len(store.annotations_df(history=True))
+    data = panel.spec(at)
+    status, body = panel.deliver(at, panel.entry(data, panel.open_targets(data)[0], "yes"))
+    assert status == 401 and "disabled" in body["error"]  # the panel keeps it pending
+    with Store.open(db) as store:
+        assert len(store.annotations_df(history=True)) == before
+    at.run()
     assert "Please sign in" in at.error[0].value
     assert "user" not in at.session_state
