@@ -8,7 +8,7 @@ automatic decision with the rule that fired; then the verifier's verdict.
 
 import streamlit as st
 
-from annotation.ui import render
+from annotation.ui import answer_panel, render
 from annotation.ui.app_state import open_store
 from annotation.ui.widget_keys import widget_key
 from annotation.ui.widgets import inert, require, show_image
@@ -17,7 +17,7 @@ from annotation.vif.readouts import readouts
 from annotation.work import verification as vf
 from annotation.work.verification import VerifySession
 
-TITLES = {"orientation": "Orientation", "light": "Light", "wind": "Wind", "pose": "Pose"}
+TITLES = vf.CONFLICT_TITLES
 MEANING = {
     "orientation": "Conflict when the reference subject's facing direction is clear and the "
                    "pyramid asks for a yaw at least 60° away from it, or the other side "
@@ -31,8 +31,7 @@ MEANING = {
 }
 
 
-def yes_no(value: object) -> str:
-    return {True: "conflict", False: "no conflict"}.get(value, "undecided")  # type: ignore
+yes_no = vf.label_text
 
 
 user = require()
@@ -56,7 +55,6 @@ readings = session.readings()
 verdicts = session.verdicts()
 revealed = vf.reveal_automatic(item, readings, settings.blind)
 mine = vf.decisions_on(item, readings)
-current = session.current_check()
 done, total = session.progress()
 
 # ------------------------------------------------------------------ header
@@ -90,8 +88,7 @@ def save(index: int, attribute: str, key: str) -> None:
 for check in item.checks:
     kind = check.conflict
     with st.container(border=True):
-        here = " ▶" if kind == current and revealed else ""
-        st.markdown(f"#### {TITLES[kind]}{here}")
+        st.markdown(f"#### {TITLES[kind]}")
         st.caption(MEANING[kind])
         shown = [("ref", i) for i in check.references] + [("vi", i) for i in check.instructions]
         grid = st.columns(4, gap="medium")
@@ -145,60 +142,57 @@ for check in item.checks:
                        f"({inert(mine[kind].rule) or '–'})")
         with verdict_col:
             verdict = verdicts.get(kind)
-            shortcut = kind == current
-            if check.automatic is None:
-                choices = (("Conflict", True, "A"), ("No conflict", False, "D"))
-            else:
-                choices = ((f"Agree: {yes_no(check.automatic)}", True, "A"),
-                           (f"Disagree: {yes_no(not check.automatic)}", False, "D"))
-            row = st.columns(2, gap="xsmall")
-            for col, (text, agree, key) in zip(row, choices):
-                chosen = verdict is not None and (
-                    verdict.label == agree if check.automatic is None
-                    else bool(verdict.agrees) == agree)
-                col.button(text, key=widget_key("v", item.task_id, kind, agree),
-                           width="stretch",
-                           shortcut=key if shortcut else None,
-                           type="primary" if chosen else "secondary",
-                           on_click=session.set_verdict, args=(kind, agree))
             if verdict is not None:
+                st.caption(f"Your verdict: **{'agree' if verdict.agrees else 'disagree'}**"
+                           if verdict.agrees is not None else "Your verdict:")
                 st.caption(f"Verified label: **{yes_no(verdict.label)}**")
+            else:
+                st.caption("Your verdict: give it in the panel below (A agree, D disagree)")
             note_key = widget_key("n", item.task_id, kind)
             st.text_input("Note (optional)", key=note_key,
-                          value=(verdict.note if verdict else session.pending_note(kind))
-                          or "",
+                          value=(verdict.note if verdict else "") or "",
+                          disabled=verdict is None,
+                          help=None if verdict else "Give a verdict first",
                           on_change=lambda k=kind, nk=note_key: session.set_note(
                               k, st.session_state[nk]))
 
-# ------------------------------------------------------------------ actions
-def field_values() -> dict[tuple[int, str], object]:
+# ------------------------------------------------------------------ the verdicts
+def field_values(here: VerifySession) -> dict[tuple[int, str], object]:
     """What the reading fields show now (the pre-label where the verifier changed nothing)."""
     values = {}
-    for idx, attr in item.needed():
-        key = widget_key("r", item.task_id, idx, attr)
+    for idx, attr in here.item.needed():
+        key = widget_key("r", here.item.task_id, idx, attr)
         if key in st.session_state:
             values[(idx, attr)] = st.session_state[key]
     return values
 
 
-actions = st.columns([2, 1, 3])
-if not revealed:
-    if actions[0].button("Confirm my reading", shortcut="Enter", type="primary",
-                         icon=":material/visibility:", width="stretch"):
-        session.confirm_readings(field_values())
-        st.rerun()
-else:
-    complete = vf.verdicts_complete(item, verdicts)
-    if actions[0].button("Submit task", shortcut="Enter", type="primary", disabled=not complete,
-                         icon=":material/done_all:", width="stretch"):
-        session.confirm_readings(field_values())  # not blind: the fields are the reading
-        session.submit()
-        st.rerun()
-    if not complete:
-        missing = [TITLES[c.conflict] for c in item.checks if c.conflict not in verdicts]
-        actions[2].caption("Verdict still needed for: " + ", ".join(missing))
-if actions[1].button("Back", shortcut="B", icon=":material/undo:", width="stretch",
-                     help="Reopen the task you submitted before this one"):
-    session.back()
-    st.rerun()
-st.caption("Keys: A agree · D disagree (on the ▶ type) · Enter confirm / submit · B back")
+def on_command(command: dict) -> None:
+    """A command from the answer panel (before the page runs), once per command, after
+    every verdict typed before it was acknowledged (annotation.ui.answer_panel)."""
+    here = VerifySession(open_store(st.session_state), user.name, st.session_state["verify"])
+    name = answer_panel.take_command(here.state, command, ("confirm", "submit", "back",
+                                                           "reload"))
+    if name is None or here.task_id is None:
+        return
+    here.panel_command(command["seconds"])
+    if name == "confirm":
+        here.confirm_readings(field_values(here))
+    elif name == "submit":
+        here.confirm_readings(field_values(here))  # not blind: the fields are the reading
+        if here.can_submit():
+            here.submit()
+        elif not here.state.get("notice"):
+            here.state["notice"] = "A verdict is still needed for every conflict type."
+    elif name == "back":
+        here.back()
+    elif name == "reload":
+        here.give_up("This task went to someone else while it was open here: the page now "
+                     "shows the task that is yours. Your earlier answers are kept.")
+
+
+st.markdown("#### Your verdicts" if revealed else "#### Your reading")
+answer_panel.show(session.panel(), person=user.name, unit=item.task_id, key="verify-panel",
+                  on_command=on_command)
+st.caption("Keys: A agree · D disagree (on the ▶ type) · J / K move · Enter confirm / "
+           "submit · B back")

@@ -16,7 +16,7 @@ from annotation.trace.trees import (
     question_passes,
     task_questions,
 )
-from annotation.ui import render
+from annotation.ui import answer_panel, render
 from annotation.ui.app_state import open_store
 from annotation.ui.widget_keys import widget_key
 from annotation.ui.widgets import inert, require, show_image
@@ -168,14 +168,24 @@ if revealed and failing:
                  width="stretch")
 
 complete = tr.reviews_complete(failing, reviews)
-actions = st.columns([2, 1, 3])
-if actions[0].button("Submit tree", shortcut="Enter", type="primary", disabled=not complete,
-                     icon=":material/done_all:", width="stretch"):
-    session.submit()
-    st.rerun()
-if actions[1].button("Back", shortcut="B", icon=":material/undo:", width="stretch"):
-    session.back()
-    st.rerun()
-if not complete:
-    actions[2].caption("Choose a node and a reason for every failure to submit; the automatic "
-                       "localization is shown after that.")
+
+
+def on_command(command: dict) -> None:
+    """A command from the answer panel (before the page runs), once per command."""
+    here = tr.TreeSession(open_store(st.session_state), user.name, st.session_state["trees"])
+    name = answer_panel.take_command(here.state, command, ("submit", "back"))
+    if name is None or here.output_id is None:
+        return
+    here.panel_command(command["seconds"])
+    if name == "submit":
+        if here.complete():
+            here.submit()
+        else:
+            here.state["notice"] = ("Choose a node and a reason for every failure before "
+                                    "you submit.")
+    elif name == "back":
+        here.back()
+
+
+answer_panel.show(session.panel(complete), person=user.name, unit=output_id, key="tree-panel",
+                  on_command=on_command)

@@ -21,6 +21,7 @@ from annotation.ui.widget_keys import widget_key
 from annotation.work import tree_review as tr
 from scripts.demo import spec as demo_spec
 from scripts.demo import trees as demo_trees
+from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import ensure_account
 from tests.test_annotate_page import all_text
@@ -267,7 +268,8 @@ def test_a_demo_annotator_reviews_every_tree(demo_db, monkeypatch):
         with Store.open(demo_db) as store:
             reviews = tr.my_reviews(store, "alice", output_id)
         assert {k: (r.origin, r.reason) for k, r in reviews.items()} == REVIEWS[gen]
-        next(b for b in at.button if b.label == "Submit tree").click().run()
+        assert panel.spec(at)["ready"]
+        panel.command(at, "submit")
     assert sorted(seen) == sorted(GENERATORS)
     assert not at.exception
     assert at.title[0].value == "All done"

@@ -14,6 +14,7 @@ from annotation.formats.importers import import_path
 from annotation.store import Store
 from annotation.trace import trees
 from annotation.work import tree_review as tr
+from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import ensure_account
 from tests.helpers.tree_fixture import EXPECTED, write_tree_bundle
@@ -171,7 +172,8 @@ def test_page_hides_the_automatic_localization_until_answered(tdb):
     assert {k: r.origin for k, r in reviews.items()} == {
         "g|g1": "N2a", "⊕|f1⊕g1": "N1", "f|f2": "N1"}
     assert len(at.dataframe) == 1  # the review table
-    next(b for b in at.button if b.label == "Submit tree").click().run()
+    assert panel.spec(at)["ready"]
+    panel.command(at, "submit")
     assert at.title[0].value == "All done"
 
 

@@ -15,6 +15,7 @@ from annotation.store import Store
 from annotation.ui.widget_keys import widget_key
 from annotation.work import verification as vf
 from annotation.work.verification import VerifySession
+from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import ensure_account
 from tests.helpers.conflict_fixture import write_conflict_bundle
@@ -181,11 +182,21 @@ def test_page_blind_mode_hides_the_automatic_decision_until_confirmed(vdb):
     text = all_text(at)
     assert "Automatic label" not in text and "Rule on the pre-labels" not in text
     assert "opposite yaw signs" not in text and "Agree" not in text
-    assert [b.label for b in at.button] == ["Confirm my reading", "Back"]
-    button(at, "Confirm my reading").click().run()
+    data = panel.spec(at)
+    assert not data["targets"] and data["enter"] == "confirm"
+    assert [(c[0], c[2]) for c in data["commands"]] == [("confirm", "enter"), ("back", "b")]
+    # a verdict before the reading is confirmed is refused (the automatic label is hidden)
+    fake = dict(data, targets=[{"row": None}])
+    receipt = panel.deliver(at, panel.entry(fake, 0, "agree"))[1]["receipts"][0]
+    assert receipt["status"] == "refused" and "confirm your reading" in receipt["message"]
+    panel.command(at, "confirm")
     assert not at.exception
     text = all_text(at)
     assert "Automatic label" in text and "Agree" in text
+    data = panel.spec(at)
+    assert data["targets"] and data["submit"] == "submit"
+    assert all([(o[0], o[2]) for o in t["options"]] == [("agree", "a"), ("disagree", "d")]
+               for t in data["targets"])
 
 
 def test_page_without_blind_mode_shows_the_decision_from_the_start(vdb):
@@ -193,8 +204,8 @@ def test_page_without_blind_mode_shows_the_decision_from_the_start(vdb):
         vf.set_settings(store, "admin", blind=False)
     at = verify_as("ann1")
     assert "Automatic label" in all_text(at)
-    labels = [b.label for b in at.button]
-    assert "Submit task" in labels and "Confirm my reading" not in labels
+    data = panel.spec(at)
+    assert data["submit"] == "submit" and data["targets"] and not data["enter"]
 
 
 def test_page_correction_is_stored_with_the_corrected_label_and_note(vdb):
@@ -217,10 +228,9 @@ def test_page_correction_is_stored_with_the_corrected_label_and_note(vdb):
         widget.set_value(expected).run()
     with Store.open(vdb) as store:
         assert vf.my_readings(store, "ann1", task)[(ref, attr)] == expected
-    button(at, "Confirm my reading").click().run()
+    panel.command(at, "confirm")
     assert "changed: the pre-label said" in all_text(at)
-    disagree = next(b for b in at.button if b.label.startswith("Disagree"))
-    disagree.click().run()
+    assert panel.answer(at, 0, "disagree")["status"] == "ok"
     note = widget_key("n", task, first.conflict, state=at.session_state)
     at.text_input(key=note).input("the reference faces left").run()
     with Store.open(vdb) as store:
@@ -237,15 +247,14 @@ def test_page_correction_is_stored_with_the_corrected_label_and_note(vdb):
 def test_page_resumes_the_same_task_with_the_readings_given(vdb):
     at = verify_as("ann1")
     task = page_task(at)
-    button(at, "Confirm my reading").click().run()
-    first = next(b for b in at.button if b.label.startswith("Agree"))
-    first.click().run()
+    panel.command(at, "confirm")
+    panel.answer(at, 0, "agree")
     # a new browser session (reload, other machine): same task, reading confirmed, verdict kept
     again = verify_as("ann1")
     assert page_task(again) == task
-    assert "Confirm my reading" not in [b.label for b in again.button]
-    chosen = [b for b in again.button if b.label.startswith("Agree") and b.proto.type == "primary"]
-    assert len(chosen) == 1
+    data = panel.spec(again)
+    assert data["enter"] is None and data["targets"][0]["value"] == "agree"
+    assert [t["value"] for t in data["targets"][1:]] == [None] * (len(data["targets"]) - 1)
 
 
 @pytest.mark.slow
@@ -254,14 +263,9 @@ def test_page_submits_every_task_then_says_done(vdb):
     seen = []
     for _ in range(2):
         seen.append(page_task(at))
-        button(at, "Confirm my reading").click().run()
-        for _check in range(4):
-            agree = [b for b in at.button
-                     if b.label.startswith("Agree") and b.proto.type != "primary"]
-            if not agree:
-                break
-            agree[0].click().run()
-        button(at, "Submit task").click().run()
+        panel.command(at, "confirm")
+        panel.complete(at, question="agree")
+        panel.command(at, "submit")
         assert not at.exception
     assert sorted(seen) == ["c1", "c2"]
     assert at.title[0].value == "All done"

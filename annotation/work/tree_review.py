@@ -47,6 +47,7 @@ from annotation.work.engine import (
     Kind,
     Router,
 )
+from annotation.work.panel import Command, Panel
 
 #: Failure reasons (TRACE-Bench paper, Sec. 4.4 / Appendix C case tables), stored names -> labels.
 REASONS = {
@@ -354,6 +355,18 @@ class TreeSession(Controller):
         if box is None:
             return None
         return self.set_field(instance, "box", {"node": node, "box": box})
+
+    def panel(self, complete: bool) -> Panel:
+        """What the answer panel shows: Submit on Enter (once ``complete``: the reviews
+        are the page's fields) and Back (``B``)."""
+        return Panel(visit=int(self.state["visit_id"]),
+                     commands=(Command("submit", "Submit tree", "Enter", primary=True),
+                               Command("back", "Back", "B")),
+                     submit="submit", ready=complete,
+                     reviewing=bool(self.state.get("reviewing")),
+                     handled=int(self.state.get("handled", 0)),
+                     hint=None if complete else "Choose a node and a reason for every "
+                     "failure to submit; the automatic localization is shown after that.")
 
     def submit(self) -> None:
         """Submit the tree and open the next one (nothing if it went to someone else)."""

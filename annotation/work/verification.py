@@ -67,7 +67,7 @@ from annotation.work.engine import (
     Kind,
     Router,
 )
-from annotation.work.panel import Option, PanelTarget
+from annotation.work.panel import Command, Option, Panel, PanelTarget
 from annotation.work.workflow import ItemImage
 
 #: The conflict types a verifier judges (layout never conflicts).
@@ -641,6 +641,29 @@ class VerifySession(Controller):
 
     def pending_note(self, conflict: str) -> str | None:
         return self.state.get("notes", {}).get(conflict)
+
+    def panel(self) -> Panel:
+        """What the answer panel shows: before the reading is confirmed (blind mode) only
+        *Confirm my reading* on Enter; then one verdict per conflict type (``A`` / ``D``),
+        Submit on Enter; Back (``B``) always."""
+        assert self.task_id is not None
+        common: dict[str, Any] = {"visit": int(self.state["visit_id"]),
+                                  "reviewing": bool(self.state.get("reviewing")),
+                                  "handled": int(self.state.get("handled", 0))}
+        back = Command("back", "Back", "B")
+        if not reveal_automatic(self.item, self.readings(), self.settings.blind):
+            return Panel(commands=(Command("confirm", "Confirm my reading", "Enter",
+                                           primary=True), back), enter="confirm",
+                         hint="Check each pre-label against the images, correct it where "
+                              "it is wrong, then confirm your reading (Enter).", **common)
+        item = self.item
+        ids = {r["conflict"]: int(r["verdict_id"]) for r in answer_rows.current_rows(
+            self.store, "verdict", self.verifier, self.task_id)}
+        rows = {i: ids[c.conflict] for i, c in enumerate(item.checks) if c.conflict in ids}
+        return Panel(targets=tuple(verdict_targets(item)),
+                     values=verdict_values(item, self.verdicts()), rows=rows,
+                     commands=(Command("submit", "Submit task", "Enter", primary=True), back),
+                     submit="submit", **common)
 
     def complete(self) -> bool:
         """Every needed pre-label read and a verdict per conflict type."""

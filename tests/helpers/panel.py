@@ -75,7 +75,8 @@ def answer(at: AppTest, target: int, value: Any, **kw: Any) -> dict[str, Any]:
 
 
 def complete(at: AppTest, question: str = "yes", score: float = 7) -> None:
-    """Answer every open target (questions ``question``, criteria ``score``)."""
+    """Answer every open target (questions and verdicts ``question``, criteria
+    ``score``)."""
     for _ in range(60):
         data = spec(at)
         left = open_targets(data)
@@ -83,7 +84,7 @@ def complete(at: AppTest, question: str = "yes", score: float = 7) -> None:
             return
         i = left[0]
         kind = data["targets"][i]["kind"]
-        receipt = answer(at, i, question if kind == "q" else score)
+        receipt = answer(at, i, score if kind == "c" else question)
         assert receipt["status"] == "ok", receipt
     raise AssertionError("the item never became complete")
 
