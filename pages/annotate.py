@@ -161,9 +161,15 @@ def on_command(command: dict) -> None:
 
 
 COMMANDS = ("submit", "back", "flag", "enlarge", "reload")
-with answer_column:
+@guarded
+def answers_view() -> None:
+    """The answer panel (an error here leaves the header and images in place)."""
     answer_panel.show(session.panel(), person=user.name, unit=item.output_id,
                       key="annotate-panel", on_command=on_command)
+
+
+with answer_column:
+    answers_view()
     if st.session_state.get("flag_open"):
         def close_flag() -> None:
             st.session_state["flag_open"] = False

@@ -87,7 +87,7 @@ def test_an_error_in_the_answer_panel_keeps_the_rest_of_the_page(demo_db, monkey
     caplog.set_level(logging.INFO, logger="judge_audit.incidents")
     from annotation.work.workflow import AnnotationSession
 
-    monkeypatch.setattr(AnnotationSession, "complete", raise_with_path)  # the panel's only
+    monkeypatch.setattr(AnnotationSession, "panel", raise_with_path)  # the panel's only
     at = app_as_annotator().run()
     assert_incident(at, caplog)
     assert at.subheader[0].value.startswith("Task ")  # the header and images rendered
