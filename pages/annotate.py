@@ -27,7 +27,7 @@ guidelines = store.project_info().get("guidelines")
 # ------------------------------------------------------------------ first visit: guidelines
 if guidelines and not session.state.get("guidelines_seen"):
     done, _ = session.progress()
-    if done == 0:
+    if done == 0 and not session.has_started():  # not again after a reload mid-item
         st.title("Before you start")
         with st.container(border=True):
             st.markdown(safe_markdown(guidelines))

@@ -122,6 +122,13 @@ def has_answer(conn: sqlite3.Connection, kind: str | AnswerKind, person: str,
         [person, unit]).fetchone() is not None
 
 
+def has_any(conn: sqlite3.Connection, kind: str | AnswerKind, person: str) -> bool:
+    """Whether ``person`` has any answer of this kind."""
+    k = _kind(kind)
+    return conn.execute(f"SELECT 1 FROM {k.table} WHERE {k.person} = ? LIMIT 1",
+                        [person]).fetchone() is not None
+
+
 def first_answers(conn: sqlite3.Connection, kind: str | AnswerKind,
                   person: str) -> dict[str, str]:
     """Per unit, when ``person`` first answered on it (their started units)."""

@@ -265,6 +265,10 @@ class Router(Generic[S]):
             return done[i - 1] if i > 0 else None
         return done[-1] if done else None
 
+    def has_started(self, store: Store, person: str) -> bool:
+        """Whether ``person`` ever answered on a unit of this workflow."""
+        return any(answer_rows.has_any(store.conn, k, person) for k in self.kind.answers)
+
     def submission_counts(self, store: Store) -> dict[str, int]:
         """Distinct people who submitted each unit."""
         return queues.reader(store, self.kind.name).submission_counts()
@@ -395,6 +399,11 @@ class Controller:
     def complete(self) -> bool:
         """Whether the open unit has every answer it needs (each workflow says when)."""
         raise NotImplementedError
+
+    def has_started(self) -> bool:
+        """Whether the person ever answered in this workflow (a first visit shows the
+        guidelines; a reload mid-item does not)."""
+        return self.router.has_started(self.store, self.person)
 
     def progress(self) -> tuple[int, int]:
         """(units submitted, units submitted + still open to the person)."""
