@@ -1,22 +1,40 @@
-"""Soak: N simulated annotators for T minutes against a running ``judge-audit serve``.
+"""Soak: N annotators typing for T minutes against one ``judge-audit serve``; every key
+press accounted for.
 
-    python benchmarks/soak.py [--annotators 4] [--minutes 2] [--port 0]
+    python benchmarks/soak.py [--annotators 4] [--minutes 2] [--port 0] [--seed 0]
 
 Builds a fresh copy of the demo project in a temporary folder, adds the accounts
-``soak1..soakN`` (and, to have work for all of them, sets the overlap to N), starts
+``soak1..soakN`` (and sets the overlap to N so there is work for all of them), starts
 ``judge-audit serve --db DB`` on localhost (its own process group, stopped at the end, also
 on error) and drives one Debian Chromium (Playwright, ``/usr/bin/chromium``) with N browser
-contexts at once, one per annotator, over HTTP and the app's websocket, as people would:
-sign in, leave the guidelines with Enter, then answer with the keyboard (Y / N on the
-question marked ▶, a digit on a criterion, Enter to submit a complete item), each annotator
-with its own think time (0.2-0.6 s, seeded).
+contexts at once, one per annotator, as people would: sign in, leave the guidelines with
+Enter, then answer with the keyboard, reading the page: Y / N / U on the current question,
+a digit on the current rating, Enter when the panel says the item is complete. Each
+annotator thinks 0.25-0.7 s between keys (seeded), and one time in six types a **burst** of
+3-5 keys 30-80 ms apart, faster than the server can rerun a page.
 
-Every key press is followed until the answer is in the database (read-only connection,
-polled every 20 ms): that delay is the figure, server time plus localhost transport and the
-browser, as a user feels it. Printed at the end: answers written, answers/s over the run,
-p50 / p95 / max of the per-answer delay, items submitted, and errors (a key press whose
-answer did not arrive within 15 s, server exceptions in its log, broken integrity). Bounded:
-at most 20 annotators and 30 minutes. Exit status 1 when any error was seen.
+The soak keeps its own record of every key it pressed: who, which item (the reservation in
+the database), which target (the panel's cursor as shown before the key) and which value.
+At the end (after letting every page deliver what it still holds, up to 30 s) it compares
+that record with the database, read with its own connection:
+
+* **lost**: a press whose answer is not in the database as the target's row of that value
+  (per target, the rows must follow the presses that changed the value, in order, ending
+  at the last one); an Enter on a complete item without a submission within 15 s;
+* **duplicated**: more rows for a target than presses that changed its value;
+* **pending**: answers the pages still hold unacknowledged at the end;
+* **key -> visible**: in the page, from the key's event time to the next frame after the
+  panel drew the answer (``window.__jaPanel.stats``);
+* **key -> database**: from the key's event time (the page's clock, in epoch time) to the
+  time its row was written (the receipt's ``received_at``, written in the same
+  transaction; both clocks are this machine's);
+* **key -> acknowledged**: until the page read the server's receipt;
+* **server errors**: tracebacks in the server's log, HTTP 5xx on the answer route, and
+  ``PRAGMA integrity_check``.
+
+Bounded: at most 20 annotators and 30 minutes. Exit status 1 when anything was lost,
+duplicated or still pending, or on any server error. ``--json FILE`` also writes the
+figures as JSON.
 """
 
 from __future__ import annotations
@@ -25,6 +43,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
+import json
 import os
 import random
 import signal
@@ -34,17 +53,27 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from annotation.accounts import auth  # noqa: E402
 from annotation.store import Store  # noqa: E402
+from annotation.work import panel as panels  # noqa: E402
 from annotation.work import workflow  # noqa: E402
 
 MAX_ANNOTATORS, MAX_MINUTES = 20, 30
-ANSWER_TIMEOUT = 15.0
+SUBMIT_TIMEOUT = 15.0
+DRAIN_SECONDS = 30.0
+PANEL_JS = "() => { const p = document.querySelector('.ja-panel[data-visit]');" \
+           " return p ? {...p.dataset} : null; }"
+STATS_JS = """() => window.__jaPanel ? {origin: performance.timeOrigin,
+    presses: window.__jaPanel.stats.presses.map(p => ({cid: p.cid, at: p.at,
+        visible: p.visible, acked: p.acked, outcome: p.outcome || null})),
+    pending: window.__jaPanel.outbox.length} : null"""
 
 
 def _screenshot_helpers():
@@ -69,138 +98,203 @@ def prepare(folder: Path, n: int) -> Path:
 
 
 class Reader:
-    """The database as the soak sees it: a read-only store, fresh per question."""
+    """The database as the soak sees it (read-only queries on its own connection)."""
 
     def __init__(self, db: Path):
-        self.store = Store.open(db, migrate=False)
-
-    def answers(self, who: str) -> int:
-        return self.store.conn.execute(
-            "SELECT count(*) FROM annotations WHERE annotator = ?", [who]).fetchone()[0]
+        self.conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+        self.db = db
+        self._targets: dict[str, list[panels.PanelTarget]] = {}
 
     def submissions(self, who: str) -> int:
-        return self.store.conn.execute(
+        return self.conn.execute(
             "SELECT count(*) FROM queue_submissions WHERE kind = 'annotate' AND person = ?",
             [who]).fetchone()[0]
 
     def reserved(self, who: str) -> str | None:
-        row = self.store.conn.execute(
+        row = self.conn.execute(
             "SELECT unit FROM queue_reservations WHERE kind = 'annotate' AND person = ?",
             [who]).fetchone()
         return row[0] if row else None
 
-    def criteria_labels(self) -> set[str]:
-        return {" ".join(r[0].split()) for r in self.store.conn.execute(
-            "SELECT label FROM criteria")}
+    def targets(self, unit: str) -> list[panels.PanelTarget]:
+        if unit not in self._targets:
+            with Store.open(self.db, migrate=False) as store:
+                self._targets[unit] = panels.output_targets(store, unit)
+        return self._targets[unit]
 
 
-#: The checklist entry marked "▶" on the page (where the keyboard acts), as shown.
-POINTER_JS = """() => Array.from(document.querySelectorAll(
-        '[data-testid="stMainBlockContainer"] strong'))
-    .map(e => e.innerText.trim()).filter(t => t.startsWith('▶'))
-    .map(t => t.slice(1).trim().replace(/\\s+/g, ' '))"""
-SUBMIT_JS = """() => Array.from(document.querySelectorAll('button'))
-    .some(b => b.innerText.includes('Submit item') && !b.disabled)"""
+@dataclass
+class Press:
+    who: str
+    unit: str
+    target: int
+    value: Any
+    burst: bool
 
 
-async def next_key(page, criteria: set[str], rng: random.Random) -> str | None:
-    """What a person would press now, reading the page: Enter on a complete item, y / n on
-    the marked question, a digit on the marked criterion."""
-    if await page.evaluate(SUBMIT_JS):
-        return "Enter"
-    marked = await page.evaluate(POINTER_JS)
-    if len(marked) != 1:
-        return None
-    text = marked[0].split(" · ")[0]
-    return str(rng.randint(1, 9)) if text in criteria else rng.choice("yn")
+@dataclass
+class Record:
+    presses: list[Press] = field(default_factory=list)
+    submits: int = 0
+    submits_lost: list[str] = field(default_factory=list)
+    submit_ms: list[float] = field(default_factory=list)
+    stats: list[dict[str, Any]] = field(default_factory=list)
+    http_5xx: int = 0
+    pending: int = 0
+    stray: list[str] = field(default_factory=list)
 
 
-async def wait_for(check, timeout: float) -> bool:
+async def wait_panel(page, check, timeout: float) -> dict[str, str] | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if check():
-            return True
-        await asyncio.sleep(0.02)
-    return False
-
-
-async def settle(page, quiet: float = 0.3, timeout: float = ANSWER_TIMEOUT) -> None:
-    """Wait until Streamlit has been idle (nothing running, something drawn) for ``quiet``."""
-    deadline = time.monotonic() + timeout
-    since = None
-    while time.monotonic() < deadline:
-        if await page.evaluate(shots.RENDERED_JS):
-            since = since or time.monotonic()
-            if time.monotonic() - since >= quiet:
-                return
-        else:
-            since = None
-        await asyncio.sleep(0.05)
+        data = await page.evaluate(PANEL_JS)
+        if data is not None and check(data):
+            return data
+        await asyncio.sleep(0.03)
+    return None
 
 
 async def annotator(browser, port: int, i: int, reader: Reader, end: float,
-                    delays: list[float], errors: list[str], counts: dict[str, int]) -> None:
+                    record: Record, seed: int) -> None:
     who = f"soak{i}"
-    rng = random.Random(i)
-    criteria = reader.criteria_labels()
+    rng = random.Random(seed * 1000 + i)
     context = await browser.new_context(viewport={"width": 1280, "height": 800})
     page = await context.new_page()
+    page.on("response", lambda r: setattr(record, "http_5xx", record.http_5xx + 1)
+            if r.status >= 500 else None)
     await page.goto(f"http://127.0.0.1:{port}/")
     await page.locator("input[aria-label='Name']").fill(who)
     await page.locator("input[type='password']").fill(f"soak-pass-{i}")
     await page.keyboard.press("Enter")
-    await page.wait_for_selector("[data-testid='stSidebar']", timeout=60_000)
+    await page.wait_for_selector("[data-testid='stSidebar']", timeout=90_000)
     start = page.get_by_role("button", name="I have read the guidelines")
-    await start.wait_for(timeout=60_000)
+    await start.wait_for(timeout=90_000)
     await page.evaluate("document.activeElement && document.activeElement.blur()")
     await page.keyboard.press("Enter")
+    await wait_panel(page, lambda d: True, 90)
     while time.monotonic() < end:
-        await asyncio.sleep(rng.uniform(0.2, 0.6))
-        await settle(page)  # a key pressed before the page has drawn the item is lost
-        key = await next_key(page, criteria, rng)
-        if key is None:
-            counts["idle"] += 1
-            if reader.reserved(who) is None and await page.get_by_text("All done").count():
+        burst = rng.random() < 1 / 6
+        keys = rng.randint(3, 5) if burst else 1
+        await asyncio.sleep(rng.uniform(0.25, 0.7))
+        for _ in range(keys):
+            data = await page.evaluate(PANEL_JS)
+            if data is None or data.get("command"):
+                break  # a page change is under way: a person waits for it
+            if data["ready"] == "1":
+                unit_before = reader.reserved(who)
+                before = reader.submissions(who)
+                t0 = time.perf_counter()
+                await page.keyboard.press("Enter")
+                record.submits += 1
+                moved = await wait_panel(page, lambda d, v=data["visit"]: d["visit"] != v
+                                         and not d.get("command"), SUBMIT_TIMEOUT)
+                if reader.submissions(who) <= before:
+                    record.submits_lost.append(f"{who}: Enter on a complete item "
+                                               f"({unit_before}) did not submit it")
+                elif moved is not None:
+                    record.submit_ms.append((time.perf_counter() - t0) * 1000)
                 break
-            continue
-        if key == "Enter":
-            before = reader.submissions(who)
-            await page.keyboard.press("Enter")
-            if await wait_for(lambda b=before: reader.submissions(who) > b, ANSWER_TIMEOUT):
-                counts["submitted"] += 1
+            kind = data["currentKind"]
+            if kind not in ("q", "c"):
+                break
+            unit = reader.reserved(who)
+            if unit is None:
+                break
+            if kind == "q":
+                key = rng.choices("ynu", weights=(6, 3, 1))[0]
+                value: Any = {"y": "yes", "n": "no", "u": "cant_tell"}[key]
             else:
-                errors.append(f"{who}: Enter on a complete item did not submit it within "
-                              f"{ANSWER_TIMEOUT:g} s")
-            continue
-        before = reader.answers(who)
-        t0 = time.perf_counter()
-        await page.keyboard.press(key)
-        if await wait_for(lambda b=before: reader.answers(who) > b, ANSWER_TIMEOUT):
-            delays.append(time.perf_counter() - t0)
-        else:
-            errors.append(f"{who}: answer {key!r} did not arrive within {ANSWER_TIMEOUT:g} s")
+                digit = rng.randint(1, 10)
+                key, value = ("0" if digit == 10 else str(digit)), float(digit)
+            record.presses.append(Press(who, unit, int(data["cursor"]), value, burst))
+            await page.keyboard.press(key)
+            if burst:
+                await asyncio.sleep(rng.uniform(0.03, 0.08))
+        if not await page.evaluate(PANEL_JS) and await page.get_by_text("All done").count():
+            break
+    # let the page deliver what it still holds
+    deadline = time.monotonic() + DRAIN_SECONDS
+    while time.monotonic() < deadline:
+        stats = await page.evaluate(STATS_JS)
+        if stats is None or stats["pending"] == 0:
+            break
+        await asyncio.sleep(0.2)
+    stats = await page.evaluate(STATS_JS)
+    if stats is not None:
+        record.pending += stats["pending"]
+        record.stats.append(stats)
     await context.close()
 
 
-async def run(port: int, reader: Reader, n: int, minutes: float) -> tuple[list[float],
-                                                                           list[str],
-                                                                           dict[str, int],
-                                                                           float]:
+async def drive(port: int, reader: Reader, n: int, minutes: float, seed: int
+                ) -> tuple[Record, float]:
     from playwright.async_api import async_playwright
 
-    delays: list[float] = []
-    errors: list[str] = []
-    counts = {"submitted": 0, "idle": 0}
+    record = Record()
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=shots.CHROMIUM,
                                            args=shots.CHROMIUM_ARGS)
         t0 = time.monotonic()
         end = t0 + minutes * 60
-        await asyncio.gather(*(annotator(browser, port, i, reader, end, delays, errors,
-                                         counts) for i in range(1, n + 1)))
+        await asyncio.gather(*(annotator(browser, port, i, reader, end, record, seed)
+                               for i in range(1, n + 1)))
         elapsed = time.monotonic() - t0
         await browser.close()
-    return delays, errors, counts, elapsed
+    return record, elapsed
+
+
+def account(record: Record, reader: Reader) -> dict[str, int]:
+    """Compare the soak's presses with the rows of the database: lost and duplicated."""
+    expected: dict[tuple[str, str, int], list[Any]] = {}
+    for p in record.presses:
+        seq = expected.setdefault((p.who, p.unit, p.target), [])
+        if not seq or seq[-1] != p.value:
+            seq.append(p.value)  # a press equal to the stored answer writes nothing
+    lost = duplicated = 0
+    for (who, unit, target), values in expected.items():
+        t = reader.targets(unit)[target]
+        column, value = ("question_id", "answer") if t.kind == "q" else ("criterion", "score")
+        rows = [r[0] for r in reader.conn.execute(
+            f"SELECT {value} FROM annotations WHERE annotator = ? AND output_id = ? AND"
+            f" {column} = ? ORDER BY annotation_id", [who, unit, t.key])]
+        if t.kind == "c":
+            rows = [float(r) for r in rows]
+        if rows == values:
+            continue
+        if len(rows) > len(values):
+            duplicated += len(rows) - len(values)
+            record.stray.append(f"{who} {unit} #{target}: pressed {values}, stored {rows}")
+        else:
+            lost += max(1, len(values) - len(rows))
+            record.stray.append(f"{who} {unit} #{target}: pressed {values}, stored {rows}")
+    return {"lost": lost, "duplicated": duplicated}
+
+
+def delays(record: Record, reader: Reader) -> dict[str, list[float]]:
+    """Per press (from the pages' own clocks and the receipts' commit times), in ms."""
+    written = dict(reader.conn.execute("SELECT client_id, received_at FROM answer_receipts"))
+    from annotation.timestamps import parse_utc
+
+    visible, database, acked = [], [], []
+    for stats in record.stats:
+        for p in stats["presses"]:
+            if p["visible"] is not None:
+                visible.append(p["visible"] - p["at"])
+            if p["acked"] is not None:
+                acked.append(p["acked"] - p["at"])
+            stamp = written.get(p["cid"])
+            if stamp is not None:
+                at_epoch = (stats["origin"] + p["at"]) / 1000
+                database.append((parse_utc(stamp).timestamp() - at_epoch) * 1000)
+    return {"visible": visible, "database": database, "acked": acked}
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    ms = sorted(values)
+    return {"n": len(ms), "p50": statistics.median(ms),
+            "p95": ms[min(len(ms) - 1, int(0.95 * len(ms)))], "max": ms[-1]}
 
 
 def stop(server: subprocess.Popen) -> None:
@@ -217,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--annotators", type=int, default=4)
     parser.add_argument("--minutes", type=float, default=2.0)
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
     n = max(1, min(args.annotators, MAX_ANNOTATORS))
     minutes = max(0.1, min(args.minutes, MAX_MINUTES))
@@ -233,29 +329,49 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 shots.wait_healthy(port, timeout=60)
                 reader = Reader(db)
-                delays, errors, counts, elapsed = asyncio.run(run(port, reader, n, minutes))
+                record, elapsed = asyncio.run(drive(port, reader, n, minutes, args.seed))
             finally:
                 stop(server)
-        server_errors = log_path.read_text().count("Traceback")
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
-        conn.close()
-    answers = len(delays)
+        tracebacks = log_path.read_text().count("Traceback")
+        counts = account(record, reader)
+        times = {k: summary(v) for k, v in delays(record, reader).items()}
+        rows = reader.conn.execute("SELECT count(*) FROM annotations WHERE source = 'app'"
+                                   ).fetchone()[0]
+        integrity = reader.conn.execute("PRAGMA integrity_check").fetchone()[0]
+        reader.conn.close()
+    bursts = sum(p.burst for p in record.presses)
     print(f"annotators {n}, {elapsed:.0f} s on http://127.0.0.1:{port} (sign-in included)")
-    print(f"answers written      {answers}  ({answers / elapsed:.2f} answers/s)")
-    if delays:
-        ms = sorted(d * 1000 for d in delays)
-        p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
-        print(f"key -> database (ms) p50 {statistics.median(ms):.0f}  p95 {p95:.0f}"
-              f"  max {ms[-1]:.0f}")
-    print(f"items submitted      {counts['submitted']}")
-    ignored = sum("did not submit" in e for e in errors)
-    print(f"errors               {len(errors) - ignored} answer keys without an answer, "
-          f"{ignored} submit keys without a submission, {server_errors} server tracebacks, "
+    print(f"keys pressed              {len(record.presses)} answer keys ({bursts} in bursts), "
+          f"{record.submits} Enter on complete items")
+    print(f"answers written           {rows} rows ({rows / elapsed:.2f}/s)")
+    print(f"lost                      {counts['lost']} answer keys, {len(record.submits_lost)} "
+          f"submit keys")
+    print(f"duplicated                {counts['duplicated']}")
+    print(f"pending at the end        {record.pending}")
+    for name, label in (("visible", "key -> visible"), ("database", "key -> database"),
+                        ("acked", "key -> acknowledged")):
+        t = times[name]
+        if t:
+            print(f"{label + ' (ms)':<26}p50 {t['p50']:.0f}  p95 {t['p95']:.0f}  "
+                  f"max {t['max']:.0f}  (n {t['n']})")
+    submit = summary(record.submit_ms)
+    if submit:
+        print(f"Enter -> next item        p50 {submit['p50']:.0f}  p95 {submit['p95']:.0f}  "
+              f"max {submit['max']:.0f} ms")
+    print(f"server errors             {tracebacks} tracebacks, {record.http_5xx} HTTP 5xx, "
           f"integrity {integrity}")
-    for e in errors[:10]:
-        print(f"  {e}")
-    return 1 if errors or server_errors or integrity != "ok" else 0
+    for line in (record.submits_lost + record.stray)[:10]:
+        print(f"  {line}")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "annotators": n, "seconds": elapsed, "presses": len(record.presses),
+            "bursts": bursts, "submits": record.submits, "rows": rows, **counts,
+            "submits_lost": len(record.submits_lost), "pending": record.pending,
+            "times_ms": times, "submit_ms": submit, "tracebacks": tracebacks,
+            "http_5xx": record.http_5xx, "integrity": integrity}, indent=1))
+    bad = (counts["lost"] or counts["duplicated"] or record.pending or record.submits_lost
+           or tracebacks or record.http_5xx or integrity != "ok")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
