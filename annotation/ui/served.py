@@ -6,6 +6,7 @@
   frame-ancestors 'none'``, ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy:
   no-referrer`` on every HTTP response (pages, ``/_stcore/*``, ``/media/*``, static
   files); component iframes (``/component/*``) may be framed by the app itself only;
+  media files (named by their content) may be kept by the browser (:data:`MEDIA_CACHE`);
 * :class:`WebsocketGuard`: Streamlit sends the absolute path of its main script in every
   ``NewSession`` message (``main_script_path``; the browser uses it only to name the app
   in its metrics) and answers a ``load_git_info`` request with the repository, branch and
@@ -43,6 +44,11 @@ _SAME_ORIGIN: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", b"frame-ancestors 'self'"),
     *SECURITY_HEADERS[2:],
 )
+#: Streamlit's media files (images): named by a hash of their bytes, so a name always means
+#: the same bytes and the browser may keep them (for this user only); the next item then
+#: shows the images it already has without fetching them again.
+MEDIA_PATH = "/media/"
+MEDIA_CACHE = (b"cache-control", b"private, max-age=86400, immutable")
 #: What the browser is told the main script is called.
 SHOWN_SCRIPT_PATH = "app.py"
 #: BackMsg types a browser of an annotator has no business sending.
@@ -64,6 +70,8 @@ class SecurityHeaders:
         root = str(scope.get("root_path", "") or "")
         local = path[len(root):] if root and path.startswith(root) else path
         extra = _SAME_ORIGIN if local.startswith(SAME_ORIGIN_FRAMES) else SECURITY_HEADERS
+        if local.startswith(MEDIA_PATH):
+            extra = (*extra, MEDIA_CACHE)
         names = {name for name, _ in extra}
 
         async def send_with_headers(message: Message) -> None:
