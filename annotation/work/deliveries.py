@@ -122,11 +122,11 @@ def parse(payload: Any) -> list[Entry]:
 
 
 # ------------------------------------------------------------------ the workflows
-Writer = Callable[[Store, str, str, int, Entry, tuple[int, float]], tuple[int, Any]]
-
+#: writes one entry on a unit; returns the id of the row now current
+Writer = Callable[[Store, str, str, int, Entry, tuple[int, float]], int]
 
 def _annotate(store: Store, person: str, unit: str, target: int, entry: Entry,
-              active: tuple[int, float]) -> tuple[int, Any]:
+              active: tuple[int, float]) -> int:
     targets = panel.output_targets(store, unit)
     if target >= len(targets):
         raise ValueError("this item has no such question")
@@ -135,12 +135,13 @@ def _annotate(store: Store, person: str, unit: str, target: int, entry: Entry,
     if t.kind == "q":
         if entry.value not in panel.ANSWER_TEXT:
             raise ValueError(f"an answer is one of {', '.join(panel.ANSWER_TEXT)}")
-        mine = workflow.my_answers(store, person, unit)
-        questions = [checklist.QuestionView(x.key, x.text, depends_on=tuple(
-            targets[p].key for p in x.parents)) for x in targets if x.kind == "q"]
-        if not checklist.applicable(questions, mine.answers).get(t.key, True):
-            raise ValueError("this question does not apply: a question it depends on was "
-                             "answered no")
+        if t.parents:  # DSG gating on the stored answers
+            mine = workflow.my_answers(store, person, unit)
+            questions = [checklist.QuestionView(x.key, x.text, depends_on=tuple(
+                targets[p].key for p in x.parents)) for x in targets if x.kind == "q"]
+            if not checklist.applicable(questions, mine.answers).get(t.key, True):
+                raise ValueError("this question does not apply: a question it depends on "
+                                 "was answered no")
         row = workflow.give_answer(store, person, unit, question_id=t.key,
                                    answer=str(entry.value), active=active,
                                    expected=entry.seen, slot=True, delivery=delivery)
@@ -152,7 +153,7 @@ def _annotate(store: Store, person: str, unit: str, target: int, entry: Entry,
         row = workflow.give_answer(store, person, unit, criterion=t.key, score=float(score),
                                    active=active, expected=entry.seen, slot=True,
                                    delivery=delivery)
-    return row, _stored_annotation(store, person, unit, t)
+    return row
 
 
 def _stored_annotation(store: Store, person: str, unit: str, t: panel.PanelTarget) -> Any:
@@ -161,7 +162,7 @@ def _stored_annotation(store: Store, person: str, unit: str, t: panel.PanelTarge
 
 
 def _verify(store: Store, person: str, unit: str, target: int, entry: Entry,
-            active: tuple[int, float]) -> tuple[int, Any]:
+            active: tuple[int, float]) -> int:
     item = verification.load_verify_item(store, unit)
     if target >= len(item.checks):
         raise ValueError("this task has no such conflict type")
@@ -179,8 +180,7 @@ def _verify(store: Store, person: str, unit: str, target: int, entry: Entry,
         note=old.note if old else None,
         blind=settings.blind and bool(item.needed()), active=active, expected=entry.seen,
         slot=True, delivery=Delivery(entry.client_id, entry.seq))
-    return row, verification.verdict_values(item, verification.my_verdicts(
-        store, person, unit)).get(target)
+    return row
 
 
 #: per queue kind, the writer of a panel entry
@@ -204,8 +204,8 @@ def _receipt_for(store: Store, person: str, entry: Entry,
                   entry.seconds)
     before = queues.reader(store, visit.kind).delivered(entry.client_id)
     try:
-        row, value = writer(store, person, visit.unit, entry.target, entry,
-                            (entry.visit, entry.seconds))
+        row = writer(store, person, visit.unit, entry.target, entry,
+                     (entry.visit, entry.seconds))
     except ChangedElsewhere as exc:
         return Receipt(entry.client_id, "refused", reason="changed", message=str(exc),
                        value=_current(store, person, visit, entry.target))
@@ -221,6 +221,10 @@ def _receipt_for(store: Store, person: str, entry: Entry,
     chained[(entry.visit, entry.target)] = row
     outcome = ("duplicate" if before
                else queues.reader(store, visit.kind).receipt_outcome(entry.client_id))
+    if outcome in ("written", "unchanged"):
+        value = entry.value  # what was pressed is what is stored
+    else:
+        value = _current(store, person, visit, entry.target)
     return Receipt(entry.client_id, "ok", outcome=outcome or "written", row=row, value=value)
 
 
