@@ -13,8 +13,8 @@ same body and one ``INSERT`` into ``annotations`` in a ``BEGIN IMMEDIATE`` trans
 the same database file (WAL, ``synchronous=FULL``), no checks. The two alternate in blocks
 of 20 (each side measured first in turn) after 20 unmeasured answers each. Printed: median
 and 90th percentile in ms per answer and the ratio of the medians (goal: at most 5x: what
-the checks cost, a dozen indexed reads around the one insert). Latency under load, through the network and the browser, is
-``benchmarks/soak.py``'s.
+the checks cost, a dozen indexed reads around the one insert). Latency under load, through
+the network and the browser, is ``benchmarks/soak.py``'s.
 """
 
 from __future__ import annotations

@@ -53,6 +53,8 @@ item = session.item
 settings = session.settings
 readings = session.readings()
 verdicts = session.verdicts()
+if session.keep_pending_notes(verdicts):  # notes typed before their verdict arrived
+    verdicts = session.verdicts()
 revealed = vf.reveal_automatic(item, readings, settings.blind)
 mine = vf.decisions_on(item, readings)
 done, total = session.progress()
@@ -142,17 +144,10 @@ for check in item.checks:
                        f"({inert(mine[kind].rule) or '–'})")
         with verdict_col:
             verdict = verdicts.get(kind)
-            if verdict is not None:
-                st.caption(f"Your verdict: **{'agree' if verdict.agrees else 'disagree'}**"
-                           if verdict.agrees is not None else "Your verdict:")
-                st.caption(f"Verified label: **{yes_no(verdict.label)}**")
-            else:
-                st.caption("Your verdict: give it in the panel below (A agree, D disagree)")
             note_key = widget_key("n", item.task_id, kind)
-            st.text_input("Note (optional)", key=note_key,
-                          value=(verdict.note if verdict else "") or "",
-                          disabled=verdict is None,
-                          help=None if verdict else "Give a verdict first",
+            st.text_input("Note on your verdict (optional)", key=note_key,
+                          value=(verdict.note if verdict else session.pending_note(kind))
+                          or "",
                           on_change=lambda k=kind, nk=note_key: session.set_note(
                               k, st.session_state[nk]))
 

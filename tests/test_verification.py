@@ -240,7 +240,21 @@ def test_page_correction_is_stored_with_the_corrected_label_and_note(vdb):
     assert verdict.agrees is False and verdict.label is (not first.automatic)
     assert verdict.note == "the reference faces left" and verdict.blind is True
     assert rows == 2  # the verdict, then the same verdict with its note: history kept
-    assert "Verified label" in all_text(at)
+    assert panel.spec(at)["targets"][0]["value"] == "disagree"  # what the panel shows
+
+
+def test_page_a_note_typed_before_the_verdict_is_kept(vdb):
+    at = verify_as("ann1")
+    task = page_task(at)
+    panel.command(at, "confirm")
+    with Store.open(vdb) as store:
+        first = vf.load_verify_item(store, task).checks[0]
+    note = widget_key("n", task, first.conflict, state=at.session_state)
+    at.text_input(key=note).input("typed first").run()  # no verdict yet: kept aside
+    assert panel.answer(at, 0, "agree")["status"] == "ok"  # the verdict, by the panel
+    with Store.open(vdb) as store:
+        verdict = vf.my_verdicts(store, "ann1", task)[first.conflict]
+    assert verdict.note == "typed first" and verdict.agrees is True
 
 
 @pytest.mark.slow

@@ -639,6 +639,17 @@ class VerifySession(Controller):
             self._taken(exc)
             return None
 
+    def keep_pending_notes(self, verdicts: Mapping[str, Verdict]) -> bool:
+        """Write the notes typed before their verdict (the verdict came through the answer
+        panel since); True when one was written."""
+        pending = self.state.get("notes", {})
+        wrote = False
+        for conflict in [c for c in pending if c in verdicts]:
+            note = pending.pop(conflict)
+            if note and note != verdicts[conflict].note:
+                wrote = self.set_note(conflict, note) is not None or wrote
+        return wrote
+
     def pending_note(self, conflict: str) -> str | None:
         return self.state.get("notes", {}).get(conflict)
 
