@@ -61,7 +61,7 @@ function makePanel() {
   const G = {
     spec: null, root: null, setStateValue: null,
     visit: null, item: null, values: {}, rows: {}, status: {}, cursor: 0,
-    outbox: [], inflight: false, backoff: 0, timer: null,
+    outbox: [], done: new Set(), inflight: false, backoff: 0, timer: null,
     connection: "ok", notice: null, hintUntil: 0,
     command: null,           // {name, n, visit, sent, sentAt, tries}
     lastPress: null, counter: 0, panelId: null,
@@ -94,7 +94,19 @@ function makePanel() {
     } catch (err) { /* storage unavailable: the outbox lives in memory only */ }
   };
   G.save = () => {
-    try { window.localStorage.setItem(STORE_KEY, JSON.stringify(G.outbox)); } catch (err) { /* as above */ }
+    // another tab of this browser keeps its outbox under the same key: keep its entries,
+    // drop only what this tab saw acknowledged (or refused)
+    try {
+      const kept = JSON.parse(window.localStorage.getItem(STORE_KEY) || "[]");
+      const mine = new Set(G.outbox.map((e) => e.cid));
+      const merged = G.outbox.concat((Array.isArray(kept) ? kept : []).filter(
+        (e) => e && e.cid && !mine.has(e.cid) && !G.done.has(e.cid)));
+      window.localStorage.setItem(STORE_KEY, JSON.stringify(merged));
+    } catch (err) { /* as above */ }
+  };
+  G.finished = (cid) => {
+    G.done.add(cid);
+    if (G.done.size > 20000) G.done = new Set(Array.from(G.done).slice(-10000));
   };
   G.pending = (visitOrItem) => G.outbox.filter((e) => visitOrItem === undefined
     || e.visit === visitOrItem || (G.item && e.item === G.item));
@@ -132,6 +144,7 @@ function makePanel() {
         let message = "";
         try { message = (await response.json()).error || ""; } catch (err) { /* none */ }
         const dropped = new Set(batch.map((e) => e.cid));
+        dropped.forEach(G.finished);
         for (const e of G.outbox) if (dropped.has(e.cid) && e.visit === G.visit) G.status[e.target] = "refused";
         G.outbox = G.outbox.filter((e) => !dropped.has(e.cid));
         G.save();
@@ -160,6 +173,7 @@ function makePanel() {
       if (k < 0) continue;
       const e = G.outbox[k];
       G.outbox.splice(k, 1);
+      G.finished(e.cid);
       const press = G.stats.presses.find((p) => p.cid === e.cid);
       if (press) { press.acked = now; press.outcome = r.status === "ok" ? r.outcome : r.reason; }
       const here = e.visit === G.visit || (G.item && e.item === G.item);
@@ -358,14 +372,14 @@ function makePanel() {
     root.dataset.ready = G.ready() ? "1" : "0";
     root.dataset.command = G.command ? G.command.name : "";
 
-    // status line: saved / saving / not connected
+    // status line: saved / saving / not connected (none on a panel without answers)
     let line;
     if (G.connection === "signed_out") line = el("div", "ja-status ja-bad", `Signed out: ${G.outbox.length} answer(s) wait in this browser. Sign in again (in this browser) and they are sent.`);
     else if (G.connection !== "ok" && G.outbox.length) line = el("div", "ja-status ja-bad", `Server not reachable: ${G.outbox.length} answer(s) wait in this browser and are sent again automatically. Keep this tab open.`);
     else if (G.outbox.length) line = el("div", "ja-status ja-busy", `Saving ${G.outbox.length} answer(s)…`);
     else line = el("div", "ja-status ja-ok", "All answers saved");
     if (elsewhere && G.connection === "ok") line.textContent += ` (${elsewhere} from an earlier page)`;
-    root.appendChild(line);
+    if (s.targets.length || G.outbox.length) root.appendChild(line);
     if (G.notice) root.appendChild(el("div", "ja-notice", G.notice));
     if (s.reviewing) root.appendChild(el("div", "ja-review", "Reviewing an item you already submitted: changes are kept as history."));
 
