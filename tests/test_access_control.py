@@ -14,6 +14,7 @@ the page's URL.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import os
 import re
@@ -37,6 +38,7 @@ from annotation.ui.widget_keys import widget_key
 from annotation.work import verification as vf
 from annotation.work import workflow
 from annotation.work.verification import VerifySession
+from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import ensure_account, make_image, write_jsonl
 from tests.helpers.conflict_fixture import write_conflict_bundle
@@ -98,8 +100,6 @@ OTHER_NOTE = "ANN-B-NOTE-SECRET"
 
 def write_secret_bundle(root: Path) -> Path:
     """Two tasks, two generators, a judge with raw text, a metric and human answers."""
-    import json
-
     root.mkdir(parents=True, exist_ok=True)
     header = {"name": "Access test", "benchmark": "VIF-Bench",
               "criteria": [{"name": "visual_quality", "label": "Visual Quality", "min": 1,
@@ -253,19 +253,23 @@ def secrets_of(db: Path) -> list[str]:
             IMPORTED_NOTE, OTHER, OTHER_NOTE, "pass_answer", "pass answer", "expected"]
 
 
+def panel_text(at: AppTest) -> str:
+    """The answer panel's JSON, what its JavaScript draws (empty without a panel). It is
+    in :func:`text_of` too (the element's ``json``); this reads it on its own, decoded."""
+    found = [e for e in at.get("bidi_component") if e.proto.component_name == panel.NAME]
+    return "\n".join(json.dumps(json.loads(e.proto.json), ensure_ascii=False) for e in found)
+
+
 def leaked(at: AppTest, secrets: list[str]) -> list[str]:
-    text = text_of(at)
+    text = text_of(at) + "\n" + panel_text(at)
     return [s for s in secrets if s in text]
 
 
 def answer_everything(at: AppTest) -> None:
-    for _ in range(20):
-        if not [b for b in at.button if b.label == "Submit item"][0].proto.disabled:
-            return
-        labels = [b.label for b in at.button]
-        [b for b in at.button if b.label == ("7" if "7" in labels else "Yes")][0].click().run()
-        assert not at.exception
-    raise AssertionError("the item never became complete")
+    """Every question "yes" and every rating 7, through the answer panel."""
+    panel.complete(at, question="yes", score=7)
+    assert not at.exception
+    assert not panel.open_targets(panel.spec(at))
 
 
 @pytest.mark.slow
@@ -280,20 +284,27 @@ def test_an_annotator_sees_no_other_answers_no_judge_and_no_generator(project):
         others = store.annotations_df()
         assert {OTHER, IMPORTED} <= set(others[others.output_id == output].annotator)
     assert leaked(at, secrets) == []
-    # nothing pre-filled from anyone else's answers
-    assert at.button_group and all(g.value in (None, []) for g in at.button_group)
+    assert [s for s in secrets if s in json.dumps(panel.spec(at))] == []  # the panel's JSON
+    # nothing pre-filled from anyone else's answers: no stored value, no row to build on
+    targets = panel.spec(at)["targets"]
+    questions = [t for t in targets if t["kind"] == "q"]
+    ratings = [t for t in targets if t["kind"] == "c"]
+    assert len(questions) == 3 and [t["text"] for t in ratings] == ["Visual Quality"]
+    assert all(t["value"] is None and t["row"] is None for t in targets), targets
     assert not [c.value for c in at.caption if c.value.startswith(("Your answer", "Your score"))]
-    ratings = [b.label for b in at.button if "Visual Quality" in b.label]
-    assert ratings and all(label.endswith("· –") for label in ratings), ratings
     answer_everything(at)
     assert leaked(at, secrets) == []
+    assert [s for s in secrets if s in json.dumps(panel.spec(at))] == []
     # the page does show answers, when they are the annotator's own
-    assert [g.value for g in at.button_group] == ["yes"] * len(at.button_group)
-    assert any(c.value == "Your score: 7" for c in at.caption)
-    [b for b in at.button if b.label == "Submit item"][0].click().run()
+    targets = panel.spec(at)["targets"]
+    assert [t["value"] for t in targets if t["kind"] == "q"] == ["yes"] * len(questions)
+    assert [t["value"] for t in targets if t["kind"] == "c"] == [7.0]
+    assert all(isinstance(t["row"], int) for t in targets)
+    panel.command(at, "submit")
     assert not at.exception
     assert at.session_state["annotate"]["output_id"] not in (None, output)
     assert leaked(at, secrets) == []
+    assert [s for s in secrets if s in json.dumps(panel.spec(at))] == []
 
 
 def test_the_whole_app_of_an_annotator_shows_no_secret(project):
@@ -342,6 +353,10 @@ def test_blind_verification_hides_the_automatic_decision_and_other_verifiers(ver
     others = ["ver-b", "VER-B-NOTE-SECRET", "-170"]
     text = text_of(at)
     assert [h for h in hidden + others if h in text] == []
+    # the answer panel offers only the confirmation: no verdict, no automatic label yet
+    data = panel.spec(at)
+    assert data["targets"] == [] and data["enter"] == "confirm"
+    assert [h for h in hidden + others if h in json.dumps(data)] == []
     # every reading field starts at the pre-label, not at ver-b's reading
     with Store.open(verify_db) as store:
         theirs = vf.my_readings(store, "ver-b", task)
@@ -356,12 +371,18 @@ def test_blind_verification_hides_the_automatic_decision_and_other_verifiers(ver
                 assert at.checkbox(key=key).value is bool(pre)
             differs += theirs[(ref.index, attr)] != pre
     assert differs  # ver-b's readings would show if leaked
-    [b for b in at.button if b.label == "Confirm my reading"][0].click().run()
+    panel.command(at, "confirm")  # Confirm my reading (Enter)
     assert not at.exception
     text = text_of(at)
     # now the decision shows (so it was hidden, not absent), still nothing of ver-b's
     assert "Automatic label" in text and all(r in text for r in rules)
     assert [o for o in others if o in text] == []
+    # the verdicts are in the panel now, none pre-filled from ver-b's disagreements
+    data = panel.spec(at)
+    assert [t["kind"] for t in data["targets"]] == ["v"] * len(item.checks)
+    assert all(t["value"] is None and t["row"] is None for t in data["targets"])
+    assert all([o[0] for o in t["options"]] == ["agree", "disagree"] for t in data["targets"])
+    assert [o for o in others if o in json.dumps(data)] == []
 
 
 # ------------------------------------------------------------------ passwords

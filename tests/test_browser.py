@@ -3,11 +3,13 @@
 Starts ``judge-audit serve`` (the demo project, built fresh in a temporary
 ``$JUDGE_AUDIT_HOME``) on a free localhost port and drives it with Debian's Chromium
 through Playwright. Alice (an annotator with no answers yet) signs in, leaves the
-guidelines with Enter, completes two items with Y / N and digit shortcuts then Enter, starts
+guidelines with Enter, completes two items with Y / N and digit keys then Enter, starts
 a third, reloads the page and must find the same item with the cursor on the next open
-question, still signed in (the session cookie). Every key press is checked against the
-project database, which the test reads with its own connection (the app writes each answer
-at once).
+question, still signed in (the session cookie). The keys go to the answer panel
+(annotation/ui/answer_panel.js, drawn inline in the page: ``.ja-panel``), which shows each
+answer at once and sends it to ``POST /_ja/answers``. Every key press is checked against
+the project database, which the test reads with its own connection, and against the
+panel (the "▶" on the next open target, every answer acknowledged).
 
 Skipped when ``/usr/bin/chromium`` (``apt-get install chromium``) or Playwright is missing.
 """
@@ -30,42 +32,44 @@ from tests.helpers.browser import (  # skips this module without Chromium or Pla
     ARTIFACTS,
     USER,
     idle,
+    panel,
+    panel_shows,
     press,
     shots,
     sign_in,
     stop,
     sync_api,
+    wait_panel,
     wait_until,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-# The "▶" marked checklist entry (question or criterion) and the header's task id, as shown.
-POINTER_JS = """() => Array.from(document.querySelectorAll(
-        '[data-testid="stMainBlockContainer"] strong'))
-    .map(e => e.innerText.trim()).filter(t => t.startsWith('▶'))
-    .map(t => t.slice(1).trim().replace(/\\s+/g, ' '))"""
+SAVED = "All answers saved"  # the panel's status line once every answer is acknowledged
+# The header's task id, as shown.
 HEADER_JS = """() => Array.from(document.querySelectorAll(
         '[data-testid="stMainBlockContainer"] h3'))
     .map(e => e.innerText.trim()).filter(t => t.startsWith('Task '))"""
 
 
 def shows(page: Any, *, pointer: str | None = None, task: str | None = None,
-          progress: str | None = None, can_submit: bool | None = None) -> bool:
-    """True when the page is idle and shows exactly what is asked."""
-    if not idle(page):
+          progress: str | None = None, can_submit: bool | None = None,
+          other_than: str | None = None) -> bool:
+    """True when the page is idle, its answer panel is drawn (on a visit other than
+    ``other_than``) with every answer acknowledged, and it shows exactly what is asked:
+    the "▶" on ``pointer`` (the panel's list and its large card), the task header, the
+    progress text, the panel's Submit button enabled or not."""
+    state = panel_shows(page, other_than=other_than, pending=0, status=SAVED)
+    if state is None:
         return False
-    if pointer is not None and page.evaluate(POINTER_JS) != [pointer]:
+    if pointer is not None and (state["here"] != [pointer] or state["question"] != pointer):
         return False
     if task is not None and page.evaluate(HEADER_JS) != [f"Task {task}"]:
         return False
     if progress is not None and not page.get_by_text(progress, exact=False).count():
         return False
-    if can_submit is not None:
-        button = page.get_by_role("button", name="Submit item")
-        if button.count() != 1 or button.is_enabled() != can_submit:
-            return False
-    return True
+    return can_submit is None or (state["commands"].get("submit") is can_submit
+                                  and state["ready"] is can_submit)
 
 
 def reader(store: Store, output_id: str) -> AnnotationSession:
@@ -107,8 +111,8 @@ def answer_open_targets(page: Any, store: Store, output_id: str, item_no: int,
                         limit: int | None = None) -> dict[str, Any]:
     """Answer the item's open targets in order with Y / N and digits; return what was given.
 
-    After each key: the database has the answer, and the page shows the "▶" on the next
-    open target (or, after the last one, an enabled Submit button).
+    After each key: the database has the answer, and the panel shows it acknowledged and
+    the "▶" on the next open target (or, after the last one, an enabled Submit button).
     """
     pressed: dict[str, Any] = {}
     while ((open_now := reader(store, output_id).remaining())
@@ -189,7 +193,8 @@ def test_verifier_confirms_agrees_disagrees_and_submits_with_keys(tmp_path):
 
 def verify_scenario(page: Any, store: Store, port: int) -> None:
     """Blind mode: Enter confirms the reading (the automatic label appears), A agrees on
-    the marked type, D disagrees on the next, Enter submits; each step in the database."""
+    the marked type, D disagrees on the next, Enter submits (and the next task opens);
+    each step in the database."""
     from annotation.work import verification as vf
 
     page.goto(f"http://127.0.0.1:{port}/")
@@ -200,48 +205,60 @@ def verify_scenario(page: Any, store: Store, port: int) -> None:
         "SELECT task_id FROM verify_reservations WHERE verifier = ?", [USER]).fetchone(),
         "a task reserved for alice")[0]
     item = vf.load_verify_item(store, task)
-    confirm = page.get_by_role("button", name="Confirm my reading")
-    wait_until(page, lambda: idle(page) and confirm.count() == 1, "the blind first step")
+    # the blind first step: the panel offers "Confirm my reading" (Enter), no verdict
+    wait_panel(page, "the blind first step", commands={"confirm": True}, kind="")
     assert not page.get_by_text("Automatic label").count()
     press(page, "Enter")
     wait_until(page, lambda: vf.readings_complete(item, vf.my_readings(store, USER, task)),
                "the confirmed reading in the database")
-    submit = page.get_by_role("button", name="Submit task")
+    wait_until(page, lambda: idle(page) and page.get_by_text("Automatic label").count(),
+               "the automatic label shown")
     for n, check in enumerate(item.checks):
         key = "a" if n % 2 == 0 else "d"
-        heading = f"{check.conflict.capitalize()} ▶"
-        # the Submit button is drawn last: once it is there, the A / D buttons are too
-        wait_until(page, lambda h=heading: idle(page) and page.get_by_text(h).count() == 1
-                   and submit.count() == 1, f"the {check.conflict} type marked")
+        title = vf.CONFLICT_TITLES[check.conflict]
+        wait_panel(page, f"the {check.conflict} type marked", kind="v", here=[title],
+                   question=title, commands={"submit": False})
         press(page, key)
         wait_until(page, lambda c=check.conflict: c in vf.my_verdicts(store, USER, task),
                    f"the {check.conflict} verdict in the database")
         verdict = vf.my_verdicts(store, USER, task)[check.conflict]
         if check.automatic is not None:
             assert verdict.agrees is (key == "a")
-    wait_until(page, lambda: idle(page) and submit.count() == 1 and submit.is_enabled(),
-               "an enabled Submit button")
+        else:  # no automatic label: A says conflict, D no conflict
+            assert bool(verdict.label) is (key == "a")
+    visit = wait_panel(page, "an enabled Submit button", pending=0, status=SAVED, ready=True,
+                       commands={"submit": True})["visit"]
     press(page, "Enter")
     wait_until(page, lambda: vf.is_submitted(store, USER, task), f"the submission of {task}")
+    wait_until(page, lambda: panel_shows(page, other_than=visit)
+               or (idle(page) and page.get_by_text("All done").count()),
+               "the next task (or the end) after the submission")
 
 
-def wait_next_item(page: Any, store: Store, done: list[str],
-                   total: int) -> tuple[str, AnnotationSession]:
+def wait_next_item(page: Any, store: Store, done: list[str], total: int,
+                   after_visit: str | None = None) -> tuple[str, AnnotationSession]:
     """The item the app opened after ``done``, once the page shows all of it: its task, the
-    progress, the cursor on its first open target and a disabled Submit button (drawn last:
-    keys pressed before the answer panel is drawn would find no button and be lost)."""
+    progress, and the answer panel on a new visit (other than ``after_visit``, the one the
+    last item was answered on: keys pressed before the new panel is drawn would answer
+    the old item) with the cursor on the first open target and a disabled Submit."""
     output_id = wait_until(
         page, lambda: (o := reserved_item(store)) not in (None, *done) and o,
         f"item {len(done) + 1} reserved for alice")
     session = reader(store, output_id)
-    first = label(session, session.remaining()[0])
+
+    def first() -> str:
+        """The first open target, as the database has it now."""
+        now = reader(store, output_id)
+        return label(now, now.remaining()[0])
+
     wait_until(
         page,
-        lambda: shows(page, pointer=first, task=session.item.task_id,
-                      progress=f"Your progress: {len(done)} of {total} items", can_submit=False),
-        f"item {output_id} with the cursor on {first!r}",
+        lambda: shows(page, pointer=first(), task=session.item.task_id,
+                      progress=f"Your progress: {len(done)} of {total} items",
+                      can_submit=False, other_than=after_visit),
+        f"item {output_id} with the cursor on its first open target",
     )
-    return output_id, session
+    return output_id, reader(store, output_id)
 
 
 def run_scenario(page: Any, store: Store, port: int) -> None:
@@ -257,11 +274,13 @@ def run_scenario(page: Any, store: Store, port: int) -> None:
 
     total = workflow.personal_progress(store, USER)[1]
     done: list[str] = []
+    visit: str | None = None
     for item_no in range(2):
-        output_id, session = wait_next_item(page, store, done, total)
+        output_id, session = wait_next_item(page, store, done, total, after_visit=visit)
         pressed = answer_open_targets(page, store, output_id, item_no)
         session = reader(store, output_id)
         assert session.complete()
+        visit = panel(page)["visit"]
         press(page, "Enter")
         wait_until(page, lambda o=output_id: workflow.is_submitted(store, USER, o),
                    f"the submission of {output_id}")
@@ -274,7 +293,7 @@ def run_scenario(page: Any, store: Store, port: int) -> None:
         assert any(v == "no" for v in pressed.values())
 
     # a third item: one answer, then a reload (a new browser session: sign in again)
-    output_id, session = wait_next_item(page, store, done, total)
+    output_id, session = wait_next_item(page, store, done, total, after_visit=visit)
     answer_open_targets(page, store, output_id, 2, limit=1)
     session = reader(store, output_id)
     expected = label(session, session.remaining()[0])
@@ -286,13 +305,12 @@ def run_scenario(page: Any, store: Store, port: int) -> None:
     start = page.get_by_role("button", name="I have read the guidelines")
     wait_until(page, lambda: idle(page) and (start.count() == 1 or page.evaluate(HEADER_JS)),
                "the annotation page after the reload")
-    if start.count():  # the guidelines are shown once per browser session
-        press(page, "Enter")
+    assert not start.count(), "the guidelines came back after alice had started"
     wait_until(page, lambda: shows(page, task=session.item.task_id, pointer=expected,
                                    progress=f"Your progress: 2 of {total} items",
                                    can_submit=False),
                f"task {session.item.task_id} with the cursor on {expected!r} after the reload")
-    assert page.evaluate(POINTER_JS) == [expected]
+    assert panel(page)["here"] == [expected]
     assert reserved_item(store) == output_id
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "annotate.png"), full_page=True)

@@ -36,6 +36,7 @@ from tests.helpers.browser import (
     sign_in,
     stop,
     sync_api,
+    wait_panel,
     wait_until,
 )
 from tests.helpers.hostile_images import traces, write_hostile_image_bundle
@@ -120,6 +121,8 @@ def browse(port: int) -> tuple[dict[str, bytes], dict[str, bytes]]:
                            "the overlaid output")
                 grab()
                 page.evaluate("document.activeElement && document.activeElement.blur()")
+                # E is the answer panel's: it must be drawn, with its Enlarge command
+                wait_panel(page, "the answer panel", commands={"enlarge": True})
                 press(page, "e")  # the enlarge dialog
                 wait_until(page, lambda: page.locator("[role='dialog'] img").count() >= 1
                            and page.evaluate(

@@ -10,6 +10,11 @@ show text as text, so the payload may appear there as typed; every markdown-capa
 (markdown, captions, titles, widget labels, image captions, help) must carry it escaped.
 Guidelines and rubrics are markdown by the bundle format: there bold stays bold, but HTML,
 links, LaTeX and directives are escaped as well (``annotation.ui.widgets.safe_markdown``).
+The answer panel (``annotation/ui/answer_panel.js``, a components-v2 element) gets question
+texts, operators, targets, criterion labels and rubrics as JSON data, which its code puts
+on the page with ``textContent`` only: there the payload is string data, as typed; the
+sweep checks that the data is JSON and that the code is the shipped file, free of HTML
+sinks.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from annotation.store import Store
 from annotation.ui.widget_keys import widget_key
 from annotation.work import workflow
 from annotation.work.verification import VerifySession
+from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import (
     db_checksum,
@@ -60,6 +66,15 @@ PLAIN = {("Text", "body"), ("Code", "code_text"), ("Selectbox", "options"),
          ("Selectbox", "raw_values"), ("Selectbox", "default"), ("TextInput", "value"),
          ("TextInput", "default"), ("TextArea", "value"), ("TextArea", "default"),
          ("PlotlyChart", "spec")}
+
+# a components-v2 element (the answer panel) is sent as code and data apart: its code
+# (these fields) must carry no data and put none on the page as HTML; its ``json`` is data,
+# drawn with textContent; its ``html_content`` is markup and swept as any other field
+COMPONENT_CODE = ("js_content", "css_content")
+HTML_SINKS = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|"
+                        r"createContextualFragment|DOMParser|srcdoc|\beval\(|new Function")
+PANEL_CODE = {"js_content": ROOT / "annotation" / "ui" / "answer_panel.js",
+              "css_content": ROOT / "annotation" / "ui" / "answer_panel.css"}
 
 TASKS = ['=HYPERLINK("http://evil","t1")', "+t2", "-t3", "@t4", "\t=2+3"]
 GENERATORS = ["=gen(A)", "@genB"]
@@ -174,11 +189,29 @@ def rendered_strings(at: AppTest) -> list[tuple[str, str, str]]:
     return found
 
 
+def component_leaks(field: str, text: str) -> list[str]:
+    """What is wrong with one field of a components-v2 element that is code or data: code
+    holding a payload or an HTML sink, data that is not JSON."""
+    leaf = field.rsplit(".", 1)[-1]
+    if leaf == "json":
+        try:
+            json.loads(text)
+        except ValueError:
+            return [f"BidiComponent.{field} (not JSON): {text[:120]!r}"]
+        return []
+    if "alert(1)" in text or HTML_SINKS.search(text):
+        return [f"BidiComponent.{field} (code): {text[:120]!r}"]
+    return []
+
+
 def markup_leaks(at: AppTest) -> list[str]:
     """Payloads that reach a markdown-capable field unescaped (empty: everything inert)."""
     leaks = []
     for kind, field, text in rendered_strings(at):
         if (kind, field.rsplit(".", 1)[-1]) in PLAIN:
+            continue
+        if kind == "BidiComponent" and field.rsplit(".", 1)[-1] in ("json", *COMPONENT_CODE):
+            leaks += component_leaks(field, text)
             continue
         for name, pattern in MARKERS.items():
             if name == "bold" and text.startswith(MARKDOWN_FIELDS):
@@ -186,6 +219,23 @@ def markup_leaks(at: AppTest) -> list[str]:
             if pattern.search(text):
                 leaks.append(f"{kind}.{field} ({name}): {text[:120]!r}")
     return leaks
+
+
+def assert_panel_inert(at: AppTest) -> dict:
+    """The answer panel carries the hostile texts as JSON string data only: its code is the
+    shipped file (textContent, no HTML sink), and no markdown-capable element outside it
+    holds a question text, operator or criterion label. Returns the panel's data."""
+    element = panel.element(at)
+    for field, path in PANEL_CODE.items():
+        code = getattr(element.proto, field)
+        assert code == path.read_text(encoding="utf-8"), f"{field} is not {path.name}"
+        assert not HTML_SINKS.search(code), HTML_SINKS.search(code)
+    assert "textContent" in element.proto.js_content and not element.proto.html_content
+    outside = [(kind, field, text[:60]) for kind, field, text in rendered_strings(at)
+               if kind != "BidiComponent" and (kind, field.rsplit(".", 1)[-1]) not in PLAIN
+               and any(p in text for p in ("QTEXT", "OPER ", "TARGET ", "CLABEL"))]
+    assert outside == [], outside
+    return panel.spec(at)
 
 
 def shown_fields(at: AppTest) -> set[str]:
@@ -213,6 +263,21 @@ def test_the_sweep_sees_an_unescaped_payload():
     assert [leak for leak in markup_leaks(page(safe_markdown(PAYLOAD)))
             if "(bold)" not in leak] == []
 
+    def component(html: str, js: str) -> AppTest:
+        script = ("import streamlit as st\n"
+                  f"c = st.components.v2.component('probe', html={html!r}, js={js!r})\n"
+                  f"c(data={{'text': {PAYLOAD!r}}}, key='probe')\n")
+        return AppTest.from_string(script).run()
+
+    # a component's JSON data is data; its HTML is markup; code that writes HTML is a leak
+    safe_js = "export default function (c) { c.parentElement.textContent = c.data.text; }"
+    assert markup_leaks(component("<div></div>", safe_js)) == []
+    assert {leak.split(" (")[1].split(")")[0]
+            for leak in markup_leaks(component(PAYLOAD, safe_js))} == set(MARKERS)
+    unsafe_js = safe_js.replace("textContent", "innerHTML")
+    assert [leak.split(":")[0] for leak in markup_leaks(component("<div></div>", unsafe_js))
+            ] == ["BidiComponent.js_content (code)"]
+
 
 # ------------------------------------------------------------------ pages
 @pytest.mark.slow
@@ -231,24 +296,35 @@ def test_annotate_page_renders_every_hostile_field_inert(hostile_db):
     assert {"INSTR", "IMGLABEL", "VILABEL", "SUBJ", "OPER", "TARGET", "QTEXT0", "QTEXT1",
             "CLABEL"} <= shown_fields(at)
     assert any(t.value.startswith("INSTR <script>") for t in at.text)  # as typed, plain text
+    # the questions, operators, targets and the criterion: JSON string data of the answer
+    # panel, as typed (its code draws them with textContent), in no markdown element
+    data = assert_panel_inert(at)
+    questions = [t for t in data["targets"] if t["kind"] == "q"]
+    assert [t["text"] for t in questions] == [f"QTEXT{k} " + PAYLOAD for k in range(2)]
+    assert {t["heading"] for t in questions} == {f"@OPER {PAYLOAD} · TARGET {PAYLOAD}"}
     # compare side by side: the chosen input's full caption
     output_id = at.session_state["annotate"]["output_id"]
     at.selectbox(key=widget_key("compare", output_id, state=at.session_state)).set_value(0).run()
     assert not at.exception and markup_leaks(at) == []
-    # answer the questions: the rating card shows the criterion label and its rubric
+    # answer the questions: the rating is then the open target, with its label and rubric
     for _ in range(4):
-        if any(b.label == "7" for b in at.button):
+        data = panel.spec(at)
+        open_kinds = [data["targets"][i]["kind"] for i in panel.open_targets(data)]
+        if open_kinds[0] == "c":
             break
-        [b for b in at.button if b.label == "Yes"][0].click().run()
-    assert any(b.label == "7" for b in at.button)
+        assert panel.answer(at, panel.open_targets(data)[0], "yes")["status"] == "ok"
+    assert open_kinds == ["c"]
     assert not at.exception
     assert markup_leaks(at) == []
     assert "RUBRIC" in shown_fields(at)
+    rating = next(t for t in assert_panel_inert(at)["targets"] if t["kind"] == "c")
+    assert (rating["text"], rating["rubric"]) == ("CLABEL " + PAYLOAD, "RUBRIC " + PAYLOAD)
     # flag with a hostile note: stored verbatim, never shown back as markup
-    [b for b in at.button if b.label == "Flag"][0].click().run()
+    panel.command(at, "flag")
     at.text_area[0].input(NOTE)
-    [b for b in at.button if b.label == "Flag" and b.proto.type == "primary"][0].click().run()
+    next(b for b in at.button if b.key == "flag-confirm").click().run()
     assert not at.exception and markup_leaks(at) == []
+    assert_panel_inert(at)
     with Store.open(hostile_db) as store:
         assert list(workflow.flags_df(store).note) == [NOTE]
 
@@ -314,6 +390,7 @@ def test_conflicts_page_renders_hostile_text_inert_except_image_captions(tmp_pat
     leaks = markup_leaks(at)
     # pages/conflicts.py passes image captions unescaped (reported, not this file's fix)
     assert [leak for leak in leaks if not leak.startswith("ImageList.imgs.caption")] == []
+    assert_panel_inert(at)  # the verdict panel: the shipped code, JSON data
 
 
 def test_conflicts_page_image_captions_are_escaped(tmp_path, monkeypatch):

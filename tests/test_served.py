@@ -12,10 +12,14 @@ DOM's attributes:
 * item 2: no frame holds the server's folders (the app's, the project's) or a traceback;
   a page error and a callback error (made on purpose by a ``sitecustomize`` that the test
   puts on the server's ``PYTHONPATH``: a library call raises with a path in its message
-  while a marker file exists) show "Something went wrong (incident ...)" and nothing else,
-  and the server log has the incident id with the traceback;
+  while a marker file exists; the callback is the answer panel's command, E) show
+  "Something went wrong (incident ...)" and nothing else, and the server log has the
+  incident id with the traceback; an error behind the answer panel's ``POST /_ja/answers``
+  sends the browser no path and no traceback, the panel keeps the answer ("saving…") and
+  delivers it once the error is gone;
 * item 4: no ``<a>`` element is made from data text on the sign-in, annotate (guidelines,
-  questions, criterion labels, rubric), verification and tree pages;
+  questions, criterion labels, rubric: the answer panel's list and card), verification
+  and tree pages;
 * item 5: the server listens on 127.0.0.1 only (its sockets, read from ``/proc/net``) and
   sends the security headers on ``/``, ``/_stcore/health``, a static file and a media URL.
 """
@@ -34,7 +38,17 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.browser import idle, press, shots, sign_in, stop, sync_api, wait_until
+from tests.helpers.browser import (
+    idle,
+    panel,
+    press,
+    shots,
+    sign_in,
+    stop,
+    sync_api,
+    wait_panel,
+    wait_until,
+)
 from tests.helpers.exposure import leaks, secrets_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -57,18 +71,25 @@ def _patch():
     from annotation.work import workflow
 
     progress, answer = workflow.overall_progress, workflow.give_answer
+    command = workflow.AnnotationSession.panel_command
 
     def overall_progress(*args, **kwargs):
         if (_MARKER / "page").exists():
             raise FileNotFoundError(2, "No such file or directory", {FAKE_PATH!r})
         return progress(*args, **kwargs)
 
-    def give_answer(*args, **kwargs):
-        if (_MARKER / "callback").exists():
-            raise PermissionError(13, "Permission denied", {FAKE_PATH!r})
+    def give_answer(*args, **kwargs):  # behind POST /_ja/answers
+        if (_MARKER / "answer").exists():
+            raise IsADirectoryError(21, "Is a directory", {FAKE_PATH!r})
         return answer(*args, **kwargs)
 
+    def panel_command(self, *args, **kwargs):  # the panel's command callback
+        if (_MARKER / "callback").exists():
+            raise PermissionError(13, "Permission denied", {FAKE_PATH!r})
+        return command(self, *args, **kwargs)
+
     workflow.overall_progress, workflow.give_answer = overall_progress, give_answer
+    workflow.AnnotationSession.panel_command = panel_command
 
 
 _patch()
@@ -184,6 +205,15 @@ def open_page(page: Any, title: str, expect: str) -> None:
     page.wait_for_timeout(800)  # the last frames of the run
 
 
+def without_app_code(frames: str) -> str:
+    """``frames`` without the answer panel's own code (its JavaScript and CSS, sent with
+    the element: the app's code, which names its Python modules in a comment)."""
+    for name in ("answer_panel.js", "answer_panel.css"):
+        code = (ROOT / "annotation" / "ui" / name).read_text("utf-8")
+        frames = frames.replace(code.encode("utf-8").decode("latin-1"), "")
+    return frames
+
+
 def server_folders(server: Server) -> list[str]:
     return [str(ROOT), str(server.db.parent), str(Path.home()), FAKE_PATH]
 
@@ -249,18 +279,20 @@ def test_an_annotators_browser_gets_no_secret_no_path_and_no_link(server):
         assert "bad@evil.example" in shown_text(page)  # shown, as text
         assert page.evaluate(DATA_LINKS_JS) == [], "guidelines"
         press(page, "Enter")
-        submit = page.get_by_role("button", name="Submit item")
-        wait_until(page, lambda: idle(page) and submit.count() == 1, "an item")
+        wait_panel(page, "an item", commands={"submit": False})
         page.wait_for_timeout(800)
+        # the panel's list holds every question and criterion label: shown, as text
+        assert "www.evil.example" in page.locator(".ja-panel").inner_text()
         assert page.evaluate(DATA_LINKS_JS) == [], "annotate page: questions, labels"
-        # a criterion: the rating card with its rubric
-        rating = page.locator("button", has_text="Visual Quality")
-        if not rating.count():
-            rating = page.locator("[data-testid='stButton'] button", has_text="www.evil")
-        rating.first.click()
-        wait_until(page, lambda: idle(page) and page.get_by_text("Rubric").count() > 0,
-                   "the rubric")
+        # a criterion: J moves the panel's cursor to the rating card with its rubric
+        for _ in range(60):
+            if panel(page)["kind"] == "c":
+                break
+            press(page, "j")
+        wait_until(page, lambda: panel(page)["kind"] == "c"
+                   and page.locator(".ja-card .ja-rubric").count() == 1, "the rubric")
         page.wait_for_timeout(800)
+        assert "evil.example" in page.locator(".ja-card .ja-rubric").inner_text()
         assert page.evaluate(DATA_LINKS_JS) == [], "rating card and rubric"
         media = page.evaluate("""() => Array.from(document.querySelectorAll('img'))
             .map(i => i.src).filter(s => s.includes('/media/'))""")
@@ -282,27 +314,61 @@ def test_an_annotators_browser_gets_no_secret_no_path_and_no_link(server):
         # item 2: no folder of the server, no traceback
         frames = "\n".join(recorder.received)
         assert [f for f in server_folders(server) if f in frames] == []
-        assert "Traceback" not in frames and ".py" not in frames.replace("app.py", "")
+        assert "Traceback" not in frames
+        assert ".py" not in without_app_code(frames).replace("app.py", "")
 
     browse(server, scenario)
 
 
+def answers_of(db: Path) -> int:
+    """How many answer rows alice has in the served project."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT count(*) FROM annotations WHERE annotator = 'alice'"
+                            ).fetchone()[0]
+    finally:
+        conn.close()
+
+
 def test_errors_show_an_incident_id_and_log_the_traceback(server):
     def scenario(page: Any, recorder: Recorder) -> None:
+        deliveries: list[Any] = []
+        page.on("response", lambda r: deliveries.append(r)
+                if "/_ja/answers" in r.url else None)
         page.goto(server.url + "/")
         sign_in(page)
         past_guidelines(page)
-        submit = page.get_by_role("button", name="Submit item")
-        wait_until(page, lambda: idle(page) and submit.count() == 1, "an item")
-        # an error in a widget callback (the answer): served by the server's handler
-        (server.markers / "callback").touch()
+        wait_panel(page, "an item", commands={"submit": False}, pending=0)
+        # an error behind the answer route: the browser gets no detail, the answer waits
+        before = answers_of(server.db)
+        (server.markers / "answer").touch()
         try:
             press(page, "y")
+            wait_until(page, lambda: [r for r in deliveries if r.status >= 500],
+                       "a delivery the server failed")
+            state = wait_panel(page, "the answer kept in the browser", pending=1,
+                               connection="retrying")
+            assert page.locator(".ja-item .ja-pending").count() == 1  # "saving…"
+            assert answers_of(server.db) == before
+            failed = [r.text() for r in deliveries if r.status >= 500]
+        finally:
+            (server.markers / "answer").unlink()
+        assert state["status"].startswith("Server not reachable"), state["status"]
+        for body in failed:
+            assert FAKE_PATH not in body and "Traceback" not in body, body
+            assert "IsADirectoryError" not in body and ".py" not in body, body
+        wait_panel(page, "the answer delivered once the error is gone", pending=0,
+                   connection="ok", status="All answers saved", timeout=30)
+        assert answers_of(server.db) == before + 1
+        # an error in a widget callback (the panel's command, E): the server's handler
+        (server.markers / "callback").touch()
+        try:
+            press(page, "e")
             wait_until(page, lambda: settled(page, "Something went wrong"),
                        "the incident message of the callback")
+            callback = incident_ids(page)
         finally:
             (server.markers / "callback").unlink()
-        callback = incident_ids(page)
         (ROOT / "tests" / "artifacts").mkdir(exist_ok=True)
         page.screenshot(path=str(ROOT / "tests" / "artifacts" / "incident-callback.png"))
         # an error in the page's own code: caught by the page guard of app.py
@@ -325,8 +391,11 @@ def test_errors_show_an_incident_id_and_log_the_traceback(server):
         frames = "\n".join(recorder.received)
         assert [f for f in server_folders(server) if f in frames] == []
         assert "Traceback" not in frames and "FileNotFoundError" not in frames
-        assert "PermissionError" not in frames
+        assert "PermissionError" not in frames and "IsADirectoryError" not in frames
         log = server.log_text()
+        # the route's error: in the log with its traceback and the path, on the server only
+        assert re.search(r"Traceback \(most recent call last\):\n(?:  .*\n)+"
+                         r"IsADirectoryError: .*" + re.escape(FAKE_PATH), log)
         for incident, error in ((callback, "PermissionError"), (on_page, "FileNotFoundError")):
             assert len(incident) == 1
             entry = log.split(f"incident {incident[0]}: ", 1)[1][:3000]

@@ -37,6 +37,7 @@ from annotation.store import Store
 from annotation.ui import render
 from annotation.ui.widget_keys import widget_key
 from annotation.work import workflow
+from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import read_jsonl
 from tests.helpers.conflict_fixture import write_conflict_bundle
@@ -128,10 +129,6 @@ def page_as(page: str, name: str, db: Path) -> AppTest:
     return signed_in(str(PAGES / page), name, db=db)
 
 
-def button(at: AppTest, label: str):
-    return next(b for b in at.button if b.label == label)
-
-
 # ------------------------------------------------------------------ the hostile project
 @pytest.fixture
 def hostile_db(tmp_path, monkeypatch) -> Path:
@@ -170,7 +167,7 @@ def test_every_view_of_the_annotate_page_sends_pixels_only(hostile_db, media):
         assert not at.exception
         seen += shown_images(at, media)
     before = len(shown_images(at, media))
-    button(at, "Enlarge").click().run()
+    panel.command(at, "enlarge")  # E in the answer panel
     assert not at.exception
     enlarged = shown_images(at, media)
     assert len(enlarged) == before + 1  # and the output in the enlarge dialog
@@ -312,6 +309,11 @@ def open_first_item(db: Path) -> AppTest:
     return at
 
 
+def can_flag(at: AppTest) -> bool:
+    """The answer panel is drawn and offers its Flag command (F)."""
+    return "flag" in [c[0] for c in panel.spec(at)["commands"]]
+
+
 def assert_no_server_detail(at: AppTest, db: Path) -> None:
     strings = "\n".join(rendered_strings(at))
     for leak in (str(db.parent), "_media", "FileNotFoundError", "UnidentifiedImageError",
@@ -324,9 +326,11 @@ def assert_no_server_detail(at: AppTest, db: Path) -> None:
 
 def assert_answerable_and_flaggable(at: AppTest, db: Path) -> None:
     output_id = at.session_state["annotate"]["output_id"]
-    button(at, "Yes").click().run()
+    first = panel.open_targets(panel.spec(at))[0]
+    receipt = panel.answer(at, first, "yes")  # Y, delivered as the panel's outbox does
+    assert receipt["status"] == "ok", receipt
     assert not at.exception
-    button(at, "Flag").click().run()
+    panel.command(at, "flag")  # F: the flag dialog
     assert not at.exception
     at.radio[0].set_value("broken_image").run()
     next(b for b in at.button if b.label == "Flag" and b.proto.type == "primary").click().run()
@@ -347,7 +351,7 @@ def test_a_moved_media_folder_shows_placeholders_and_the_item_works(demo_db, med
         at = open_first_item(demo_db)
     images = shown_images(at, media)
     assert images and all(d in placeholders() for d in images)
-    assert "Flag" in [b.label for b in at.button]
+    assert can_flag(at)
     assert_no_server_detail(at, demo_db)
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "FileNotFoundError" in logged and "demo_media" in logged  # on the server only
@@ -376,7 +380,7 @@ def test_damaged_images_are_placeholders_and_only_they(demo_db, media):
     expected_bad = 1 + sum(1 for im in item.images if im.sha256 in first)
     assert len(cards) == expected_bad
     assert len(real) == sum(1 for im in item.images if im.sha256 in others) > 0
-    assert "Flag" in [b.label for b in at.button]
+    assert can_flag(at)
     assert_no_server_detail(at, demo_db)
     assert_answerable_and_flaggable(at, demo_db)
 

@@ -2,8 +2,10 @@
 stale tab never exceeds the overlap nor silently replaces an answer.
 
 A. An account disabled, demoted or whose session expired between two interactions: the next
-   click's callback writes nothing (the whole database is unchanged, row for row) and the
-   page shows the signed-out state; on the annotation, verification and tree-review pages.
+   answer delivered by the answer panel (``POST /_ja/answers``) is refused (401) and the
+   next command or click's callback writes nothing (the whole database is unchanged, row
+   for row) and the page shows the signed-out state; on the annotation, verification and
+   tree-review pages.
    At the library level, a write whose session is revoked, expired, disabled, demoted, of
    another person or without the role it needs is refused inside its transaction.
 C. Two sessions, an expired reservation, the overlap exactly reached: no extra submission;
@@ -38,6 +40,7 @@ from annotation.work import engine, workflow
 from annotation.work import tree_review as tr
 from annotation.work import verification as vf
 from annotation.work.workflow import AnnotationSession
+from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import db_checksum, ensure_account
 from tests.helpers.conflict_fixture import write_conflict_bundle
@@ -142,6 +145,17 @@ def assert_signed_out(at: AppTest) -> None:
     assert reasons and reasons[0] in MESSAGES.values(), reasons
     assert "user" not in at.session_state
     assert not at.button and not at.button_group and not at.selectbox
+    assert not [e for e in at.get("bidi_component") if e.proto.component_name == panel.NAME]
+
+
+def assert_delivery_refused(at: AppTest, db: Path, *entries: dict) -> None:
+    """The answer panel's next delivery (``POST /_ja/answers`` with the tab's session):
+    401, and the database unchanged row for row (the panel keeps the answers pending)."""
+    before = db_checksum(db)
+    status, body = panel.deliver(at, *entries)
+    assert status == 401, (status, body)
+    assert "receipts" not in body and body["error"]
+    assert db_checksum(db) == before, "the refused delivery wrote to the database"
 
 
 def mine(store: Store, name: str):
@@ -150,25 +164,26 @@ def mine(store: Store, name: str):
     return history[history.annotator == name]
 
 
-def click(at: AppTest, label: str) -> None:
-    matches = [b for b in at.button if b.label == label]
-    assert matches, f"no button {label!r}: {[b.label for b in at.button]}"
-    matches[0].click().run()
-
-
 @pytest.mark.parametrize(("name", "change"), CHANGES)
 def test_annotate_the_next_answer_after_the_change_writes_nothing(project, name, change):
     at = page_as("pages/annotate.py", name)
     at.session_state["annotate"] = {"annotator": name, "guidelines_seen": True}
     at.run()
-    click(at, "Yes")  # an answer, written: the tab works
+    first, second = panel.open_targets(panel.spec(at))[:2]
+    assert panel.answer(at, first, "yes")["status"] == "ok"  # an answer, written: it works
     assert not at.exception
     with Store.open(project) as store:
         assert len(mine(store, name)) == 1
     change_account(project, at, name, change)
+    data = panel.spec(at)  # what the tab still shows
     before = db_checksum(project)
-    click(at, "No")  # the callback runs before the page re-checks the account
-    assert db_checksum(project) == before, "the refused click wrote to the database"
+    # the route: the next answer (and a change of the first) is refused, nothing written
+    assert_delivery_refused(at, project, panel.entry(data, second, "no"),
+                            panel.entry(data, first, "no"))
+    # the page: the next command's callback (it would store the active time) runs before
+    # the page re-checks the account
+    panel.command(at, "submit", seconds=4.0)
+    assert db_checksum(project) == before, "the refused command wrote to the database"
     assert_signed_out(at)
     with Store.open(project) as store:  # the history is unchanged: one answer, never two
         assert len(mine(store, name)) == 1
@@ -181,9 +196,12 @@ def test_annotate_the_submission_after_the_change_writes_nothing(project, name, 
     at.session_state["annotate"] = {"annotator": name, "guidelines_seen": True}
     at.run()
     answer_everything(at)
+    assert not panel.open_targets(panel.spec(at))  # complete: Enter would submit
     change_account(project, at, name, change)
+    data = panel.spec(at)
     before = db_checksum(project)
-    click(at, "Submit item")
+    assert_delivery_refused(at, project, panel.entry(data, 0, "no"))  # the route
+    panel.command(at, "submit", seconds=4.0)  # the page: Submit (Enter) after the change
     assert db_checksum(project) == before
     assert_signed_out(at)
     with Store.open(project) as store:
@@ -196,7 +214,8 @@ def test_annotate_a_flag_after_disabling_writes_nothing(project):
     at = page_as("pages/annotate.py", "ann-a")
     at.session_state["annotate"] = {"annotator": "ann-a", "guidelines_seen": True}
     at.run()
-    click(at, "Flag")
+    panel.command(at, "flag")  # the panel's Flag (F): the dialog opens
+    assert at.radio and at.text_area
     change_account(project, at, "ann-a", "disable")
     before = db_checksum(project)
     at.radio[0].set_value("broken_image")
@@ -205,27 +224,35 @@ def test_annotate_a_flag_after_disabling_writes_nothing(project):
     assert_signed_out(at)
 
 
-def verdict_buttons(at: AppTest) -> list:
-    return [b for b in at.button if b.label.startswith(("Agree", "Disagree", "Conflict",
-                                                        "No conflict"))]
+def verdict_targets(at: AppTest) -> list[int]:
+    """Positions of the panel's verdict targets (one per conflict type)."""
+    return [i for i, t in enumerate(panel.spec(at)["targets"]) if t["kind"] == "v"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "change"), CHANGES)
 def test_verify_the_next_verdict_after_the_change_writes_nothing(verify_db, name, change):
     at = page_as("pages/conflicts.py", name).run()
-    click(at, "Confirm my reading")  # readings written (blind mode): verdicts appear
-    buttons = verdict_buttons(at)
-    assert len(buttons) >= 4, [b.label for b in at.button]  # two types at least
-    buttons[0].click().run()  # a verdict, written
+    assert not verdict_targets(at)  # blind mode: the reading first
+    panel.command(at, "confirm")  # readings written (blind mode): verdicts appear
+    targets = verdict_targets(at)
+    assert len(targets) >= 2, panel.spec(at)["targets"]  # two types at least
+    assert panel.answer(at, targets[0], "agree")["status"] == "ok"  # a verdict, written
     assert not at.exception
     with Store.open(verify_db) as store:
         assert store.conn.execute("SELECT count(*) FROM conflict_verdicts").fetchone()[0] == 1
     change_account(verify_db, at, name, change)
+    data = panel.spec(at)
     before = db_checksum(verify_db)
-    verdict_buttons(at)[3].click().run()  # the next type's verdict: a callback
+    # the route: the next type's verdict is refused
+    assert_delivery_refused(at, verify_db, panel.entry(data, targets[1], "disagree"))
+    # the page: the next command (Submit: it confirms the reading fields first) writes
+    # nothing either
+    panel.command(at, "submit", seconds=4.0)
     assert db_checksum(verify_db) == before
     assert_signed_out(at)
+    with Store.open(verify_db) as store:
+        assert store.conn.execute("SELECT count(*) FROM conflict_verdicts").fetchone()[0] == 1
 
 
 @pytest.mark.slow
@@ -532,7 +559,7 @@ def test_two_tabs_of_one_annotator_never_silently_replace_an_answer(fresh):
 
 @pytest.mark.slow
 def test_two_tabs_in_the_app(fresh):
-    """Two AppTest instances of one annotator on the same item: the second tab's click on
+    """Two AppTest instances of one annotator on the same item: the second tab's answer on
     what it showed is refused and the tab shows the current answer."""
     tabs = []
     for _ in range(2):
@@ -542,14 +569,18 @@ def test_two_tabs_in_the_app(fresh):
     one, two = tabs
     assert one.session_state["annotate"]["output_id"] == two.session_state["annotate"][
         "output_id"]
-    click(one, "Yes")
-    click(two, "No")
+    target = panel.open_targets(panel.spec(one))[0]
+    assert panel.open_targets(panel.spec(two))[0] == target  # the same question open in both
+    assert panel.answer(one, target, "yes")["status"] == "ok"
+    receipt = panel.answer(two, target, "no")  # on what tab two showed: no answer yet
     assert not two.exception
     with Store.open(fresh) as store:
         history = mine(store, "ann-a")
     assert list(history.answer) == ["yes"], "tab two silently replaced tab one's answer"
-    assert any("another tab" in w.value for w in two.warning)
-    assert two.caption and any(c.value == "Your answer: Yes" for c in two.caption)
+    assert receipt["status"] == "refused" and receipt["reason"] == "changed"
+    assert "another tab" in receipt["message"]  # what the panel says on the refused answer
+    assert receipt["value"] == "yes"  # ... and it shows the current answer
+    assert panel.spec(two)["targets"][target]["value"] == "yes"  # so does tab two's page
 
 
 def test_verification_and_trees_refuse_a_stale_tab_too(verify_db, tmp_path):

@@ -8,7 +8,10 @@ B. Being signed in is the ``ja_session`` cookie (HttpOnly, SameSite=Strict), not
    Streamlit session by the server and still gets nothing; the token is in no page, no URL
    and no server log.
 A. An account disabled from the command line while its tab is open: the next key press
-   writes nothing, the next submission neither, and the tab shows the sign-in page.
+   writes nothing (the answer panel's ``POST /_ja/answers`` is refused: the panel says
+   "Signed out" and keeps the answer in the browser; a reload shows the sign-in page and
+   why), the next submission neither (the panel's Enter command reruns the page: the tab
+   shows the sign-in page).
 
 Debian's Chromium through Playwright, with the helpers of tests/test_browser.py.
 """
@@ -27,7 +30,17 @@ import pytest
 from annotation.store import Store
 from annotation.store import accounts as accounts_store
 from annotation.work import workflow
-from tests.helpers.browser import NAME_FIELD, ROOT, SIGNED_IN_AS, idle, press, sign_in, wait_until
+from tests.helpers.browser import (
+    NAME_FIELD,
+    ROOT,
+    SIGNED_IN_AS,
+    idle,
+    panel,
+    press,
+    sign_in,
+    wait_panel,
+    wait_until,
+)
 from tests.test_browser import answer_open_targets, serve_and_run, wait_next_item
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -241,14 +254,17 @@ def disable_scenario(page: Any, store: Store, port: int, tmp_path: Path) -> None
             "SELECT count(*) FROM submissions WHERE annotator = 'alice'").fetchone()[0]
         return answers, subs
 
-    def begin() -> None:
+    def begin(guidelines: bool) -> None:
+        """Sign in; leave the guidelines with Enter (shown until alice has started)."""
         sign_in(page, "alice", "demo-alice")
-        start = page.get_by_role("button", name="I have read the guidelines")
-        wait_until(page, lambda: idle(page) and start.count() == 1, "the guidelines screen")
-        press(page, "Enter")
+        if guidelines:
+            start = page.get_by_role("button", name="I have read the guidelines")
+            wait_until(page, lambda: idle(page) and start.count() == 1,
+                       "the guidelines screen")
+            press(page, "Enter")
 
     page.goto(url)
-    begin()
+    begin(guidelines=True)
     total = workflow.personal_progress(store, "alice")[1]
 
     # 1. one answer, then the account is disabled: the next key press writes nothing
@@ -257,16 +273,26 @@ def disable_scenario(page: Any, store: Store, port: int, tmp_path: Path) -> None
     before = rows()
     cli("user", "disable", "alice", "--db", str(db))
     press(page, "y")
-    wait_until(page, lambda: on_sign_in_page(page) or rows() != before,
-               "the sign-in page, or a write", timeout=60)
+    wait_until(page, lambda: on_sign_in_page(page) or rows() != before
+               or (panel(page) or {}).get("connection") == "signed_out",
+               "the panel signed out, the sign-in page, or a write", timeout=60)
     page.wait_for_timeout(1000)
     assert rows() == before, "the disabled account's tab wrote an answer"
+    # the panel says so and keeps the answer in this browser: sent again, refused while
+    # the session is revoked (it is written once alice is signed in again, in step 2)
+    state = wait_panel(page, "the panel signed out", connection="signed_out", pending=1)
+    assert state["status"].startswith("Signed out:"), state["status"]
+    page.wait_for_timeout(1500)  # retries meanwhile (refused)
+    assert rows() == before, "the disabled account's tab wrote an answer"
+    page.reload()  # the cookie is revoked: the sign-in page, and why
     wait_until(page, lambda: on_sign_in_page(page), "the sign-in page", timeout=60)
     assert page.get_by_text("account was disabled").count() == 1
+    assert rows() == before
 
     # 2. enabled again and signed in: a complete item, disabled, Enter submits nothing
     cli("user", "enable", "alice", "--db", str(db))
-    begin()
+    begin(guidelines=False)  # alice has started: no guidelines again
+    # (wait_next_item also waits for the answer kept in step 1: the panel sends it now)
     output_id, _ = wait_next_item(page, store, [], total)
     answer_open_targets(page, store, output_id, 0)
     before = rows()

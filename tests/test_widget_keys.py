@@ -13,12 +13,14 @@ project's generators, judges and output ids and for any sha256 / sha1 / md5 pref
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from annotation.ui.widget_keys import SECRET_STATE_KEY, opaque, widget_key
+from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import ensure_account
 from tests.helpers.exposure import leaks, secrets_of
@@ -35,8 +37,11 @@ def demo_db(tmp_path_factory, make_demo_db) -> Path:
 
 
 def ids_and_keys(at: AppTest) -> list[str]:
-    """Every widget key and every string of every rendered element (ids included)."""
+    """Every widget key and every string of every rendered element (ids included), and the
+    answer panel's JSON decoded (its element's ``json`` string, read on its own)."""
     found = [text for _, _, text in rendered_strings(at)]
+    found += [json.dumps(json.loads(e.proto.json), ensure_ascii=False)
+              for e in at.get("bidi_component") if e.proto.component_name == panel.NAME]
 
     def walk(node) -> None:
         key = getattr(node, "key", None)
@@ -86,31 +91,44 @@ def test_annotate_page_keys_and_ids_reveal_no_generator(demo_db, monkeypatch):
     output_id = at.session_state["annotate"]["output_id"]
     assert output_id in secrets
     strings = ids_and_keys(at)
-    assert len(element_ids(at)) > 10 and at.button_group  # the checklist is there
+    data = panel.spec(at)
+    assert [t for t in data["targets"] if t["kind"] == "q"]  # the checklist is there
+    assert panel.element(at).proto.id in element_ids(at)  # and the panel's id is scanned
     assert leaks(strings, secrets) == []
-    # after an answer (a key that holds the answer) and a comparison (a keyed select box)
-    [b for b in at.button if b.label == "Yes"][0].click().run()
+    assert leaks([json.dumps(data)], secrets) == []
+    # after an answer (the panel then holds its value and row) and a comparison (a keyed
+    # select box)
+    assert panel.answer(at, panel.open_targets(data)[0], "yes")["status"] == "ok"
     at.selectbox(key=widget_key("compare", output_id, state=at.session_state)).set_value(0)
     at.run()
     assert not at.exception
+    assert "yes" in [t["value"] for t in panel.spec(at)["targets"]]
     assert leaks(ids_and_keys(at), secrets) == []
+    assert leaks([json.dumps(panel.spec(at))], secrets) == []
 
 
 @pytest.mark.slow
 def test_annotate_keys_differ_between_sessions_and_hold_across_reruns(demo_db, monkeypatch):
     """Per-session secrets: two sessions on the same item get different keys; one session
-    keeps its keys from run to run (so widget state survives reruns)."""
-    keys = []
+    keeps its keys from run to run (so widget state survives reruns). The keys built from
+    the item are the comparison select box's (the answers are in the panel, by position,
+    under one constant key); the panel's item token holds across reruns and is no id."""
+    keys, outputs = [], []
     for _ in range(2):
         at = page(demo_db, "keys-twice", "annotate.py", monkeypatch)
         at.session_state["annotate"] = {"annotator": "keys-twice", "guidelines_seen": True}
         at.run()
-        first = sorted(k for k in ids_and_keys(at) if k.startswith("q-"))
+        outputs.append(at.session_state["annotate"]["output_id"])
+        first = sorted(k for k in ids_and_keys(at) if k.startswith("compare-"))
+        token = panel.spec(at)["item"]
         at.run()
-        assert sorted(k for k in ids_and_keys(at) if k.startswith("q-")) == first
+        assert sorted(k for k in ids_and_keys(at) if k.startswith("compare-")) == first
+        assert panel.spec(at)["item"] == token
+        assert leaks([token], secrets_of(demo_db)) == []  # no id, no hash of one
         keys.append(first)
         secret = at.session_state[SECRET_STATE_KEY]
         assert isinstance(secret, bytes) and len(secret) == 32
+    assert outputs[0] == outputs[1]  # the same item in both sessions
     assert keys[0] and set(keys[0]).isdisjoint(keys[1])
     assert opaque(b"k" * 32, "a") != opaque(b"j" * 32, "a")
 
@@ -122,11 +140,15 @@ def test_conflicts_page_keys_and_ids_reveal_no_generator(demo_db, monkeypatch):
     assert at.session_state["verify"]["task_id"] is not None
     assert at.checkbox or at.slider  # the reading fields (keyed from the task) are there
     assert leaks(ids_and_keys(at), secrets) == []
-    [b for b in at.button if b.label == "Confirm my reading"][0].click().run()
+    panel.command(at, "confirm")  # Confirm my reading
     assert not at.exception
-    assert any(b.label.startswith(("Agree", "Conflict")) for b in at.button)
-    assert at.text_input  # verdict buttons and notes (keyed from the task and type)
+    data = panel.spec(at)
+    verdicts = [t for t in data["targets"] if t["kind"] == "v"]
+    assert verdicts and all(t["options"][0][1].startswith(("Agree", "Conflict"))
+                            for t in verdicts)  # the verdicts, by position in the panel
+    assert at.text_input  # and the notes (keyed from the task and type)
     assert leaks(ids_and_keys(at), secrets) == []
+    assert leaks([json.dumps(data)], secrets) == []
 
 
 @pytest.mark.slow

@@ -122,3 +122,60 @@ def stop(server: subprocess.Popen) -> None:
                 return
             time.sleep(0.1)
     server.wait(timeout=10)
+
+
+# ------------------------------------------------------------------ the answer panel
+# The pages' answers and commands are typed into the answer panel (annotation/ui/
+# answer_panel.js): drawn inline in the page, keys handled by its window keydown listener,
+# each answer POSTed to /_ja/answers. Its root carries its state as data attributes.
+PANEL = ".ja-panel[data-visit]"
+PANEL_JS = """() => {
+  const p = document.querySelector('.ja-panel[data-visit]');
+  if (!p) return null;
+  const words = (e) => e ? e.textContent.replace(/\\s+/g, ' ').trim() : null;
+  return {
+    visit: p.dataset.visit, pending: Number(p.dataset.pending),
+    connection: p.dataset.connection, kind: p.dataset.currentKind,
+    cursor: Number(p.dataset.cursor), ready: p.dataset.ready === '1',
+    command: p.dataset.command,
+    here: Array.from(p.querySelectorAll('.ja-item.ja-here .ja-item-text'))
+      .map(e => words(e).replace(/^▶\\s*/, '')),
+    question: words(p.querySelector('.ja-card .ja-question')),
+    status: words(p.querySelector('.ja-status')),
+    commands: Object.fromEntries(Array.from(
+      p.querySelectorAll('button.ja-option[data-command]'))
+      .map(b => [b.dataset.command, !b.disabled])),
+  };
+}"""
+
+
+def panel(page: Any) -> dict[str, Any] | None:
+    """What the answer panel shows now, None before it is drawn: ``visit``, ``pending``
+    (answers not acknowledged yet), ``connection``, ``kind`` of the current target,
+    ``cursor``, ``ready`` (can submit), ``command`` (in progress), ``here`` (the "▶"
+    marked list entries, the marker removed), ``question`` (the current target's text),
+    ``status`` (the status line) and ``commands`` ({name: enabled})."""
+    return page.evaluate(PANEL_JS)
+
+
+def panel_shows(page: Any, *, other_than: str | None = None,
+                commands: dict[str, bool] | None = None, **expected: Any) -> dict | None:
+    """The panel's state when the page is idle, the panel is drawn on a visit other than
+    ``other_than``, its ``commands`` include the ones given (with that enabled state) and
+    every other ``expected`` field has its value; else None."""
+    if not idle(page):
+        return None
+    state = panel(page)
+    if state is None or (other_than is not None and state["visit"] == other_than):
+        return None
+    if commands and any(state["commands"].get(k) != v for k, v in commands.items()):
+        return None
+    if any(state.get(k) != v for k, v in expected.items()):
+        return None
+    return state
+
+
+def wait_panel(page: Any, what: str, timeout: float = STEP_TIMEOUT,
+               **expected: Any) -> dict[str, Any]:
+    """Wait until :func:`panel_shows` (same arguments); its state."""
+    return wait_until(page, lambda: panel_shows(page, **expected), what, timeout=timeout)
