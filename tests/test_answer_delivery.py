@@ -116,15 +116,51 @@ def test_a_late_retry_never_replaces_a_later_press(demo, kind):
     press 1 arrives: the answer stays b, and press 1's receipt says it was stale."""
     row = first_rows(demo)[kind]
     _, a, b = VALUES[kind]
-    later = deliver(demo, kind, with_value(kind, row, b), Delivery("press-2", 20))
+    later = deliver(demo, kind, with_value(kind, row, b), Delivery("tab:2", 20))
     assert later.outcome == "written"
     before = rows_of(demo, kind)
-    late = deliver(demo, kind, with_value(kind, row, a), Delivery("press-1", 10))
+    late = deliver(demo, kind, with_value(kind, row, a), Delivery("tab:1", 10))
     assert late.outcome == "stale" and not late.appended and late.row_id == later.row_id
     assert rows_of(demo, kind) == before
     assert live_value(demo, kind, row) == b
-    assert demo.conn.execute("SELECT outcome FROM answer_receipts WHERE client_id = 'press-1'"
+    assert demo.conn.execute("SELECT outcome FROM answer_receipts WHERE client_id = 'tab:1'"
                              ).fetchone() == ("stale",)
+
+
+@pytest.mark.parametrize("kind", list(ANSWER_KINDS))
+def test_order_between_panels_is_not_read_from_their_clocks(demo, kind):
+    """A laptop five minutes fast answered first; the same person then changes the answer on
+    a machine with the right clock (a smaller seq): the change is written, not called stale
+    (red-team finding: the lab machine's answers were silently dropped)."""
+    row = first_rows(demo)[kind]
+    _, a, b = VALUES[kind]
+    fast = 1_796_000_300_000_000
+    assert deliver(demo, kind, with_value(kind, row, b), Delivery("laptop:1", fast)
+                   ).outcome == "written"
+    change = deliver(demo, kind, with_value(kind, row, a), Delivery("lab:1", fast - 300_000_000))
+    assert change.outcome == "written" and change.appended
+    assert live_value(demo, kind, row) == a
+
+
+def test_a_retry_reports_the_row_it_wrote_not_another_tabs(demo):
+    """Press 1 of tab A is written, its acknowledgement lost; tab B changes the answer; the
+    retry of press 1 names press 1's row, so A's next press (typed over it) is refused as
+    changed instead of replacing B's answer (red-team finding)."""
+    output = workflow.next_item(demo, "alice")
+    assert output is not None
+    qid = workflow.load_item(demo, output).questions[0].question_id
+    a1 = workflow.give_answer(demo, "alice", output, question_id=qid, answer="yes",
+                              delivery=Delivery("tabA:1", 1), expected=None)
+    workflow.give_answer(demo, "alice", output, question_id=qid, answer="no",
+                         delivery=Delivery("tabB:1", 1), expected=a1)
+    retry = workflow.give_answer(demo, "alice", output, question_id=qid, answer="yes",
+                                 delivery=Delivery("tabA:1", 1), expected=None)
+    assert retry == a1
+    with pytest.raises(workflow.ChangedElsewhere):
+        workflow.give_answer(demo, "alice", output, question_id=qid, answer="cant_tell",
+                             delivery=Delivery("tabA:2", 2), expected=retry)
+    assert live_value(demo, "annotation", {"annotator": "alice", "output_id": output,
+                                           "question_id": qid, "criterion": None}) == "no"
 
 
 def test_order_is_kept_per_question_not_per_unit(demo):
@@ -134,9 +170,9 @@ def test_order_is_kept_per_question_not_per_unit(demo):
     q1, q2 = [q.question_id for q in workflow.load_item(demo, output).questions[:2]]
     base = {"annotator": "alice", "output_id": output, "source": "app"}
     assert deliver(demo, "annotation", dict(base, question_id=q2, answer="no"),
-                   Delivery("b", 20)).outcome == "written"
+                   Delivery("tab:2", 20)).outcome == "written"
     first = deliver(demo, "annotation", dict(base, question_id=q1, answer="yes"),
-                    Delivery("a", 10))
+                    Delivery("tab:1", 10))
     assert first.outcome == "written"
     assert live_value(demo, "annotation", dict(base, question_id=q1)) == "yes"
     assert live_value(demo, "annotation", dict(base, question_id=q2)) == "no"

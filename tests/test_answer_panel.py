@@ -13,6 +13,7 @@ import json
 import random
 import shutil
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -63,14 +64,18 @@ def test_a_late_retry_never_replaces_a_later_press(db):
     output = at.session_state["annotate"]["output_id"]
     data = panel.spec(at)
     target = panel.open_targets(data)[0]
-    late = panel.entry(data, target, "no", seq=2_000, seen=None)
+    late = panel.entry(data, target, "no", seq=2_000, seen=None, cid="panel-one:2")
     row = panel.deliver(at, late)[1]["receipts"][0]["row"]
-    # an earlier press that arrives after it: not written, whatever row its panel knew
-    for seen, status, outcome in ((row, "ok", "stale"), (None, "refused", None)):
-        early = panel.entry(data, target, "yes", seq=1_000, seen=seen)
-        receipt = panel.deliver(at, early)[1]["receipts"][0]
-        assert receipt["status"] == status and receipt.get("outcome") == outcome
-        assert receipt["value"] == "no"  # the panel is told what is stored
+    # an earlier press of the same panel arriving after it: not written
+    early = panel.entry(data, target, "yes", seq=1_000, seen=row, cid="panel-one:1")
+    receipt = panel.deliver(at, early)[1]["receipts"][0]
+    assert receipt["status"] == "ok" and receipt["outcome"] == "stale"
+    assert receipt["value"] == "no"  # the panel is told what is stored
+    # a press of another panel that did not see the stored answer: refused, not written
+    other = panel.entry(data, target, "yes", seq=1_000, seen=None, cid="panel-two:1")
+    receipt = panel.deliver(at, other)[1]["receipts"][0]
+    assert receipt["status"] == "refused" and receipt["reason"] == "changed"
+    assert receipt["value"] == "no"
     assert list(rows_of(db, "alice", output).answer) == ["no"]
 
 
@@ -150,18 +155,32 @@ def test_without_a_session_nothing_is_written(db):
     assert rows_of(db, "alice", at.session_state["annotate"]["output_id"]).empty
 
 
-def test_the_time_a_press_took_counts_once(db):
+def visit_seconds(db: Path, visit: int) -> float:
+    with Store.open(db) as store:
+        return store.conn.execute("SELECT active_seconds FROM queue_visits WHERE"
+                                  " visit_id = ?", [visit]).fetchone()[0]
+
+
+def test_the_time_a_press_took_counts_once_and_never_beyond_the_clock(db):
     at = annotate_as("alice")
     data = panel.spec(at)
+    with Store.open(db) as store:  # the item was opened 30 s ago
+        store.conn.execute("UPDATE queue_visits SET started_at = ? WHERE visit_id = ?",
+                           [(datetime.now(UTC) - timedelta(seconds=30)).isoformat(),
+                            data["visit"]])
+        store.conn.commit()
     target = panel.open_targets(data)[0]
     press = panel.entry(data, target, "yes", seconds=7.5)
-    panel.deliver(at, press)
+    row = panel.deliver(at, press)[1]["receipts"][0]["row"]
     panel.deliver(at, press)  # a retry adds nothing
     panel.deliver(at, panel.entry(data, target, "yes", seconds=3.0, seen=None))  # unchanged
-    with Store.open(db) as store:
-        seconds = store.conn.execute("SELECT active_seconds FROM queue_visits WHERE"
-                                     " visit_id = ?", [data["visit"]]).fetchone()[0]
-    assert seconds == pytest.approx(7.5)
+    assert visit_seconds(db, data["visit"]) == pytest.approx(7.5)
+    # a browser claiming 120 s per press gets no more than the time that has passed
+    flood = [panel.entry(data, target, v, seconds=120.0, seen=row)
+             for v in ["no", "yes"] * 20]  # the next ones are chained by the server
+    status, body = panel.deliver(at, *flood)
+    assert status == 200 and {r["outcome"] for r in body["receipts"]} == {"written"}
+    assert visit_seconds(db, data["visit"]) <= 31.0
 
 
 def test_a_command_is_acted_on_once(db):
@@ -212,8 +231,8 @@ def test_the_panel_payload_names_no_id_judge_generator_or_pass_answer(db):
     for word in generators | judges | set(questions.question_id) | set(criteria) | {output}:
         assert word not in text, word
     data = panel.spec(at)  # and no field to carry more: these are all there is
-    assert set(data) == {"v", "visit", "item", "targets", "commands", "submit", "enter",
-                         "ready", "reviewing", "handled", "notice", "hint"}
+    assert set(data) == {"v", "visit", "item", "owner", "targets", "commands", "submit",
+                         "enter", "ready", "reviewing", "handled", "notice", "hint"}
     for t in data["targets"]:
         assert set(t) == {"kind", "text", "heading", "caption", "parents", "rubric",
                           "options", "value", "row"}
@@ -265,3 +284,98 @@ def test_the_browsers_gating_is_the_servers(tmp_path):
         assert [t.key for t in walk] == [str(i) for i in range(len(qs))]
         assert nxt == checklist.next_target(walk, cur, qs, answers, {}), (parents, values)
 
+
+
+# ------------------------------------------------------------------ the route (red-team)
+def call_route(headers: dict[str, str], chunks: list[bytes], *,
+               read_guard: bool = False) -> tuple[int, dict]:
+    """``POST /_ja/answers`` through the real route (Starlette, raw ASGI, no network);
+    ``read_guard``: fail the test if the route reads the body at all."""
+    import asyncio
+
+    from starlette.applications import Starlette
+
+    app = Starlette(routes=answer_panel.routes())
+    sent: list[dict] = []
+    queue = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1}
+             for i, c in enumerate(chunks)] or [{"type": "http.request", "body": b""}]
+
+    async def receive() -> dict:
+        assert not read_guard, "the route read a body it should have refused unread"
+        return queue.pop(0) if queue else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": answer_panel.ROUTE_ANSWERS,
+             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+             "query_string": b"", "scheme": "http", "server": ("127.0.0.1", 8501),
+             "client": ("127.0.0.1", 5000), "root_path": ""}
+    asyncio.run(app(scope, receive, send))
+    status = sent[0]["status"]
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    return status, json.loads(body) if body else {}
+
+
+SAME = {"Origin": "http://127.0.0.1:8501", "Host": "127.0.0.1:8501"}
+
+
+def test_the_route_refuses_without_a_cookie_before_reading_the_body():
+    status, body = call_route(SAME, [b"x" * 10], read_guard=True)
+    assert status == 401 and body["keep"] is True
+
+
+def test_the_route_never_holds_more_than_its_limit():
+    cookie = {"Cookie": "ja_session=whatever"}
+    declared = SAME | cookie | {"Content-Length": str(answer_panel.MAX_BODY + 1)}
+    assert call_route(declared, [b"x"], read_guard=True)[0] == 413
+    chunk = b"x" * 16_000
+    streamed = [chunk] * (answer_panel.MAX_BODY // len(chunk) + 2)  # no Content-Length
+    assert call_route(SAME | cookie, streamed)[0] == 413
+
+
+def test_the_route_refuses_a_malformed_origin_and_other_sites():
+    for origin in ("http://[::1", "http://evil.example", "null", ""):
+        status, _ = call_route({"Origin": origin, "Host": "127.0.0.1:8501",
+                                "Cookie": "ja_session=x"}, [b"{}"], read_guard=True)
+        assert status == 403, origin
+
+
+@pytest.mark.parametrize("body", [
+    b"[" * 5000 + b"]" * 5000,  # nesting beyond the parser
+    b'{"entries": [{"value": ' + b"9" * 5000 + b"}]}",  # an integer beyond Python's limit
+])
+def test_bodies_beyond_reason_are_a_clear_400(db, body):
+    at = annotate_as("alice")
+    token = at.session_state["_ja_test_token"]
+    status, payload = answer_panel.deliver_body(token, body)
+    assert status == 400 and "not JSON" in payload["error"]
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("seconds", 10**400), ("seq", 2**63), ("visit", 2**63), ("value", 10**400),
+    ("seen", 2**60),
+])
+def test_numbers_beyond_reason_are_a_clear_400(db, field, value):
+    at = annotate_as("alice")
+    press = panel.entry(panel.spec(at), 0, "yes") | {field: value}
+    status, payload = panel.deliver(at, press)
+    assert status == 400 and f"field {field}" in payload["error"]
+
+
+def test_an_error_behind_the_route_is_an_incident_not_a_traceback(db, monkeypatch, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="judge_audit.incidents")
+    at = annotate_as("alice")
+    body = json.dumps({"entries": [panel.entry(panel.spec(at), 0, "yes")]}).encode()
+
+    def broken(*args, **kwargs):
+        raise OSError("disk on fire at /srv/secret/project.db")
+
+    monkeypatch.setattr(answer_panel, "deliver_body", broken)
+    status, payload = call_route(SAME | {"Cookie": "ja_session=x",
+                                         "Content-Length": str(len(body))}, [body])
+    assert status == 500 and payload["incident"] in payload["error"]
+    assert "/srv/secret" not in json.dumps(payload)
+    assert payload["incident"] in caplog.text  # the log has it, with the traceback

@@ -196,10 +196,14 @@ def test_a_reload_mid_item_shows_the_same_item_with_the_stored_answers(annotator
     page.route("**/_ja/answers", lambda route: route.abort())  # the next press waits ...
     page.keyboard.press("u")
     wait_until(page, lambda: panel(page)["pending"] == "1", "a pending answer")
-    kept = page.evaluate("() => JSON.parse(localStorage.getItem('ja-outbox-v1'))")
+    stored = page.evaluate("""() => Object.keys(localStorage)
+        .filter(k => k.startsWith('ja-outbox-v1:'))
+        .map(k => [k, JSON.parse(localStorage.getItem(k))])""")
+    assert len(stored) == 1 and who not in stored[0][0]  # one outbox, of this account
+    kept = stored[0][1]
     assert len(kept) == 1 and kept[0]["value"] == "cant_tell"
-    assert set(kept[0]) == {"visit", "item", "target", "value", "cid", "seq", "seen",
-                            "seconds"}  # positions and opaque ids only
+    assert set(kept[0]) == {"visit", "item", "owner", "target", "value", "cid", "seq",
+                            "seen", "seconds"}  # positions and opaque ids only
     page.unroute("**/_ja/answers")
     page.reload()  # ... and survives the reload
     page.wait_for_selector(PANEL, timeout=60_000)

@@ -19,11 +19,11 @@ rows.
 
 **Deliveries.** A browser that retries an answer until the server acknowledges it may
 deliver one key press twice, or an old press after a newer one. With a :class:`Delivery`
-(the press's own ``client_id`` and its ``seq``, the browser's order of presses),
-:func:`supersede` writes each press at most once and never lets an earlier press replace a
-later one of the same question: every delivery leaves a receipt (``answer_receipts``,
-append-only) saying what became of it (``written``, ``unchanged``, ``stale``), and a
-second delivery of the same ``client_id`` is answered from its receipt.
+(the press's own ``client_id`` and its ``seq``, its panel's order of presses),
+:func:`supersede` writes each press at most once and never lets an earlier press of a panel
+replace a later one of the same panel and question: every delivery leaves a receipt
+(``answer_receipts``, append-only) saying what became of it (``written``, ``unchanged``,
+``stale``), and a second delivery of the same ``client_id`` is answered from its receipt.
 
 The writer and the readers run inside the caller's transaction (a connection of
 :meth:`annotation.store.Store.transaction`) or, for reads, on the store's connection.
@@ -141,12 +141,24 @@ def first_answers(conn: sqlite3.Connection, kind: str | AnswerKind,
 @dataclass(frozen=True)
 class Delivery:
     """One key press as the browser delivered it: ``client_id``, made by the browser once
-    per press (a random id), and ``seq``, the browser's order of presses (a later press has
-    a larger number, also after a reload: e.g. milliseconds since the epoch x 1000 plus a
-    counter)."""
+    per press, ``<panel>:<n>`` (the panel's random id, then a counter), and ``seq``, that
+    panel's order of presses (a later press of the panel has a larger number).
+
+    ``seq`` is only compared between presses of the same panel: two machines' clocks (or
+    one clock set back) say nothing about which press came last, so between panels (tabs,
+    machines, reloads) the order is the one the panels saw, checked by the workflows with
+    the row each press was typed over (:meth:`annotation.work.engine.Answering.check_seen`).
+    """
 
     client_id: str
     seq: int
+
+    @property
+    def panel(self) -> str:
+        """The panel the press was typed in: ``client_id`` up to its last ``:`` (an id
+        without one is a panel of its own)."""
+        head, sep, _ = self.client_id.rpartition(":")
+        return head if sep else self.client_id
 
 
 class DeliveryConflict(ValueError):
@@ -200,12 +212,14 @@ def _delivered(conn: sqlite3.Connection, name: str, values: Mapping[str, Any], t
         if tuple(seen[:4]) != (name, values[k.person], values[k.unit], target):
             raise DeliveryConflict(
                 f"client id {delivery.client_id!r} was delivered for another answer")
-        now = current(conn, k, values[k.person], values[k.unit], values)
-        row_id = int(now[k.row_id]) if now is not None else int(seen[4] or 0)
-        return Written(row_id, False, None, "duplicate")
+        # the row this press wrote (or found): not the current one, which may be another
+        # tab's since; a later press typed over it is then checked against what it saw
+        return Written(int(seen[4] or 0), False, None, "duplicate")
+    prefix = delivery.panel + ":"
     latest = conn.execute(
         "SELECT MAX(seq) FROM answer_receipts WHERE kind = ? AND person = ? AND unit = ?"
-        " AND target = ?", [name, values[k.person], values[k.unit], target]).fetchone()[0]
+        " AND target = ? AND substr(client_id, 1, ?) = ?",
+        [name, values[k.person], values[k.unit], target, len(prefix), prefix]).fetchone()[0]
     if latest is None or delivery.seq > int(latest):
         return None
     now = current(conn, k, values[k.person], values[k.unit], values)

@@ -240,13 +240,14 @@ class Visit:
     kind: str
     person: str
     unit: str
+    started_at: str
 
 
 def visit(store: Store, visit_id: int) -> Visit | None:
     """The visit ``visit_id`` (of any kind), or None."""
-    row = store.conn.execute("SELECT visit_id, kind, person, unit FROM queue_visits"
-                             " WHERE visit_id = ?", [visit_id]).fetchone()
-    return None if row is None else Visit(int(row[0]), row[1], row[2], row[3])
+    row = store.conn.execute("SELECT visit_id, kind, person, unit, started_at FROM"
+                             " queue_visits WHERE visit_id = ?", [visit_id]).fetchone()
+    return None if row is None else Visit(int(row[0]), row[1], row[2], row[3], row[4])
 
 
 def release_person(conn: sqlite3.Connection, person: str) -> int:

@@ -4,7 +4,7 @@
 // Every text from the data is put on the page with textContent, never as HTML.
 
 const ROUTE = "/_ja/answers";
-const STORE_KEY = "ja-outbox-v1";
+const STORE_PREFIX = "ja-outbox-v1:";   // + the account's token: one outbox per account
 const IDLE_CAP_MS = 120000;
 const MAX_BATCH = 50;
 const COMMAND_RETRY_MS = 4000;
@@ -84,12 +84,13 @@ function makePanel() {
   };
 
   // ---------------------------------------------------------------- the outbox
+  G.storeKey = () => STORE_PREFIX + (G.owner || "anonymous");
   G.load = () => {
     try {
-      const kept = JSON.parse(window.localStorage.getItem(STORE_KEY) || "[]");
+      const kept = JSON.parse(window.localStorage.getItem(G.storeKey()) || "[]");
       const known = new Set(G.outbox.map((e) => e.cid));
       for (const e of Array.isArray(kept) ? kept : []) {
-        if (e && e.cid && !known.has(e.cid)) G.outbox.push(e);
+        if (e && e.cid && !known.has(e.cid)) G.outbox.push(Object.assign(e, { owner: G.owner }));
       }
     } catch (err) { /* storage unavailable: the outbox lives in memory only */ }
   };
@@ -97,11 +98,11 @@ function makePanel() {
     // another tab of this browser keeps its outbox under the same key: keep its entries,
     // drop only what this tab saw acknowledged (or refused)
     try {
-      const kept = JSON.parse(window.localStorage.getItem(STORE_KEY) || "[]");
+      const kept = JSON.parse(window.localStorage.getItem(G.storeKey()) || "[]");
       const mine = new Set(G.outbox.map((e) => e.cid));
       const merged = G.outbox.concat((Array.isArray(kept) ? kept : []).filter(
         (e) => e && e.cid && !mine.has(e.cid) && !G.done.has(e.cid)));
-      window.localStorage.setItem(STORE_KEY, JSON.stringify(merged));
+      window.localStorage.setItem(G.storeKey(), JSON.stringify(merged));
     } catch (err) { /* as above */ }
   };
   G.finished = (cid) => {
@@ -139,8 +140,26 @@ function makePanel() {
         return;
       }
       if (response.ok) G.connection = "retrying";   // a body that could not be read
-      else if (response.status === 401) G.connection = "signed_out";
-      else if (response.status === 400) {   // not what this panel sends: never retried
+      else if (response.status === 401) {
+        let why = {};
+        try { why = await response.json(); } catch (err) { why = {}; }
+        G.connection = "signed_out";
+        if (why.keep === false) {   // the account was changed by an admin: not sent later
+          const dropped = new Set(batch.map((e) => e.cid));
+          dropped.forEach(G.finished);
+          for (const e of G.outbox) if (dropped.has(e.cid) && e.visit === G.visit) G.status[e.target] = "refused";
+          G.outbox = G.outbox.filter((e) => !dropped.has(e.cid));
+          G.save();
+          G.notice = `Not saved: ${why.error || "you were signed out"}`;
+        }
+        G.refresh();   // the page shows the sign-in and says why
+        if (!G.outbox.length) { G.render(); return; }
+      } else if (response.status >= 500) {
+        let why = {};
+        try { why = await response.json(); } catch (err) { why = {}; }
+        G.connection = "server_error";
+        G.notice = why.incident ? `The server had an error (incident ${why.incident}); your answers wait in this browser and are sent again.` : null;
+      } else if (response.status === 400) {   // not what this panel sends: never retried
         let message = "";
         try { message = (await response.json()).error || ""; } catch (err) { /* none */ }
         const dropped = new Set(batch.map((e) => e.cid));
@@ -161,7 +180,8 @@ function makePanel() {
     });
   };
   G.retryLater = () => {
-    G.backoff = Math.min(Math.max(250, G.backoff * 2), G.connection === "signed_out" ? 5000 : 4000);
+    const cap = { signed_out: 5000, server_error: 15000 }[G.connection] || 4000;
+    G.backoff = Math.min(Math.max(250, G.backoff * 2), cap);
     G.render();
     G.timer = setTimeout(G.flush, G.backoff);
   };
@@ -182,7 +202,11 @@ function makePanel() {
         for (const o of G.outbox) if (o.visit === e.visit && o.target === e.target) o.seen = r.row;
         if (here) {
           if (e.visit === G.visit) G.rows[e.target] = r.row;
-          if (!later) G.status[e.target] = "saved";
+          if (!later) {
+            G.status[e.target] = "saved";
+            // a later press of this panel is stored: show what is stored
+            if (r.outcome === "stale" && r.value !== undefined) G.values[e.target] = r.value;
+          }
         }
         continue;
       }
@@ -191,7 +215,7 @@ function makePanel() {
         if (r.reason === "changed" || r.reason === "invalid") G.values[e.target] = r.value === undefined ? null : r.value;
       }
       G.notice = r.message || "An answer was not saved.";
-      if (r.reason === "taken") G.requestCommand("reload");
+      if (r.reason === "taken" && e.visit === G.visit) G.requestCommand("reload");
     }
     G.save();
   };
@@ -204,6 +228,12 @@ function makePanel() {
     G.stats.commands.push({ name, at: G.command.at });
     G.render();
     G.flush();
+  };
+  G.refresh = () => {
+    // one rerun of the page, without waiting for the outbox (e.g. to show the sign-in)
+    if (!G.setStateValue || G.refreshed === G.visit) return;
+    G.refreshed = G.visit;
+    G.setStateValue("command", { name: "refresh", n: G.nextSeq(), visit: G.visit, seconds: 0, cursor: G.cursor, tries: 1 });
   };
   G.sendCommand = () => {
     const c = G.command;
@@ -228,7 +258,7 @@ function makePanel() {
     const now = performance.now();
     const seconds = G.lastPress === null ? 0 : Math.min(now - G.lastPress, IDLE_CAP_MS) / 1000;
     G.lastPress = now;
-    const entry = { visit: G.visit, item: G.item, target: i, value, cid: G.newId(), seq: G.nextSeq(),
+    const entry = { visit: G.visit, item: G.item, owner: G.owner, target: i, value, cid: G.newId(), seq: G.nextSeq(),
                     seen: G.rows[i] === undefined ? null : G.rows[i], seconds };
     G.values[i] = value;
     G.status[i] = "pending";
@@ -289,6 +319,11 @@ function makePanel() {
     }
     G.root = root;
     if (!data || !data.targets) { G.spec = null; G.render(); return; }
+    if (data.owner && data.owner !== G.owner) {   // another account in this tab: its own outbox
+      if (G.owner) G.save();
+      G.owner = data.owner;
+      G.outbox = G.outbox.filter((e) => e.owner === G.owner);
+    }
     const fresh = data.visit !== G.visit;
     G.spec = data;
     if (G.command && (data.handled >= G.command.n || data.visit !== G.command.visit)) G.command = null;
@@ -375,6 +410,7 @@ function makePanel() {
     // status line: saved / saving / not connected (none on a panel without answers)
     let line;
     if (G.connection === "signed_out") line = el("div", "ja-status ja-bad", `Signed out: ${G.outbox.length} answer(s) wait in this browser. Sign in again (in this browser) and they are sent.`);
+    else if (G.connection === "server_error" && G.outbox.length) line = el("div", "ja-status ja-bad", `The server had an error: ${G.outbox.length} answer(s) wait in this browser and are sent again automatically. Keep this tab open.`);
     else if (G.connection !== "ok" && G.outbox.length) line = el("div", "ja-status ja-bad", `Server not reachable: ${G.outbox.length} answer(s) wait in this browser and are sent again automatically. Keep this tab open.`);
     else if (G.outbox.length) line = el("div", "ja-status ja-busy", `Saving ${G.outbox.length} answer(s)…`);
     else line = el("div", "ja-status ja-ok", "All answers saved");

@@ -40,6 +40,9 @@ from typing import Any
 from annotation.work import panel as panels
 
 ROUTE_ANSWERS = "/_ja/answers"
+#: sign-in ended for these reasons: the account itself was changed by an admin (disabled,
+#: role changed), so what the browser still holds is not sent again later
+DROPPED_WHEN = frozenset({"disabled", "role"})
 MAX_BODY = 64_000
 _HERE = Path(__file__).parent
 _SECRET = secrets.token_bytes(32)
@@ -49,6 +52,13 @@ _component: Any = None
 def item_token(person: str, unit: str) -> str:
     """The panel's name for ``person``'s unit: stable in this server process, not an id."""
     return hmac.new(_SECRET, json.dumps([person, unit]).encode(), hashlib.sha256).hexdigest()[:24]
+
+
+def outbox_owner(person: str) -> str:
+    """The name of ``person``'s outbox in the browser's ``localStorage`` (one per account,
+    so an account signing in after another in the same browser neither sends nor drops
+    the other's answers): stable across server restarts, not the account's name."""
+    return hashlib.sha256(f"judge-audit outbox:{person}".encode()).hexdigest()[:16]
 
 
 def _mount() -> Any:
@@ -69,7 +79,8 @@ def show(panel: panels.Panel, *, person: str, unit: str, key: str,
     whether it is new."""
     import streamlit as st
 
-    data = panels.spec(panel) | {"item": item_token(person, unit)}
+    data = panels.spec(panel) | {"item": item_token(person, unit),
+                                 "owner": outbox_owner(person)}
 
     def changed() -> None:
         value = st.session_state.get(key)
@@ -131,28 +142,29 @@ def _store(token: str | None) -> Any:
 
 
 def deliver_body(token: str | None, body: bytes) -> tuple[int, dict[str, Any]]:
-    """Status and JSON of ``POST /_ja/answers``: 401 without a live session, 400 for a
-    body that is not a delivery (the error names the entry and field), else 200 with a
-    receipt per entry."""
+    """Status and JSON of ``POST /_ja/answers``: 401 without a live session (``keep``:
+    whether the panel should keep the entries for after the next sign-in: not when the
+    account was disabled or its role changed), 400 for a body that is not a delivery (the
+    error names the entry and field), else 200 with a receipt per entry."""
     from annotation.accounts import sessions
     from annotation.store import accounts as accounts_store
     from annotation.work import deliveries
 
     try:
-        entries = deliveries.parse(json.loads(body.decode("utf-8")))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return 400, {"error": "the body is not JSON"}
+        payload = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):  # also too deep, too long
+        return 400, {"error": "the body is not JSON (or nests or counts beyond reason)"}
+    try:
+        entries = deliveries.parse(payload)
     except deliveries.BadDelivery as exc:
         return 400, {"error": str(exc)}
     store = _store(token)
     try:
         info = sessions.check(accounts_store.reading(store), token, touch=False)
-    except sessions.SignedOut as exc:
-        return 401, {"error": exc.message}
-    try:
         receipts = deliveries.deliver(store, info.user, entries)
-    except sessions.SignedOut as exc:  # revoked between the check and a write
-        return 401, {"error": exc.message}
+    except sessions.SignedOut as exc:  # also: revoked between the check and a write
+        return 401, {"error": exc.message, "reason": exc.reason,
+                     "keep": exc.reason not in DROPPED_WHEN}
     return 200, deliveries.receipts_json(receipts)
 
 
@@ -163,16 +175,31 @@ def routes() -> list[Any]:
     from starlette.routing import Route
 
     from annotation.accounts import sessions
+    from annotation.ui.incidents import log_incident
     from annotation.ui.web_session import same_origin
 
     async def answers_endpoint(request: Any) -> Response:
         if not same_origin(request.headers):
             return Response(status_code=403, headers={"Cache-Control": "no-store"})
-        body = await request.body()
-        if len(body) > MAX_BODY:
+        if not request.cookies.get(sessions.COOKIE_NAME):  # before reading anything
+            return JSONResponse({"error": sessions.SignedOut("no_session").message,
+                                 "reason": "no_session", "keep": True}, status_code=401,
+                                headers={"Cache-Control": "no-store"})
+        length = request.headers.get("content-length", "")
+        if length and (not length.isdigit() or int(length) > MAX_BODY):
             return JSONResponse({"error": "too large"}, status_code=413)
-        status, payload = await run_in_threadpool(
-            deliver_body, request.cookies.get(sessions.COOKIE_NAME), body)
+        body = bytearray()
+        async for chunk in request.stream():  # never more than MAX_BODY in memory
+            body += chunk
+            if len(body) > MAX_BODY:
+                return JSONResponse({"error": "too large"}, status_code=413)
+        try:
+            status, payload = await run_in_threadpool(
+                deliver_body, request.cookies.get(sessions.COOKIE_NAME), bytes(body))
+        except Exception as exc:  # logged with an incident id; the panel keeps the answers
+            incident = log_incident(exc)
+            status, payload = 500, {"error": f"the server had an error (incident {incident})",
+                                    "incident": incident}
         return JSONResponse(payload, status_code=status, headers={"Cache-Control": "no-store"})
 
     return [Route(ROUTE_ANSWERS, answers_endpoint, methods=["POST"])]

@@ -74,7 +74,10 @@ def same_origin(headers: Any) -> bool:
                                          headers.get("host", "")) if h and h.strip()}
     if not origin or not hosts:
         return False
-    return urlsplit(origin).netloc.lower() in hosts
+    try:
+        return urlsplit(origin).netloc.lower() in hosts
+    except ValueError:  # e.g. "http://[::1": not an origin
+        return False
 
 
 def _secure(request: Any) -> bool:

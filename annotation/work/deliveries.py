@@ -39,7 +39,7 @@ from annotation.store import Store
 from annotation.store import queue as queues
 from annotation.store.answers import Delivery, DeliveryConflict
 from annotation.work import checklist, panel, verification, workflow
-from annotation.work.engine import IDLE_CAP_SECONDS, ChangedElsewhere, ItemTaken
+from annotation.work.engine import ACTIVE_CLOCK, IDLE_CAP_SECONDS, ChangedElsewhere, ItemTaken
 
 #: at most this many entries in one delivery (the panel sends the rest next)
 MAX_ENTRIES = 50
@@ -79,10 +79,24 @@ class Receipt:
     message: str | None = None
 
 
+#: integers and numbers in a delivery stay below this (JavaScript's exact integers; SQLite)
+LIMIT = 2**53
+
+
 def _int(raw: Any, where: str, low: int = 0) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < low:
-        raise BadDelivery(f"{where}: must be an integer of at least {low}, got {raw!r}")
+    if isinstance(raw, bool) or not isinstance(raw, int) or not low <= raw < LIMIT:
+        raise BadDelivery(f"{where}: must be an integer from {low} to 2^53, got "
+                          f"{str(raw)[:20]!r}")
     return raw
+
+
+def _number(raw: Any) -> bool:
+    """A JSON number a delivery may carry: finite and within +-2^53."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        return False
+    if isinstance(raw, int):
+        return -LIMIT < raw < LIMIT
+    return math.isfinite(raw) and abs(raw) < LIMIT
 
 
 def parse(payload: Any) -> list[Entry]:
@@ -102,16 +116,12 @@ def parse(payload: Any) -> list[Entry]:
         if not isinstance(cid, str) or not 8 <= len(cid) <= 80 or not set(cid) <= _ID_CHARS:
             raise BadDelivery(f"{where}, field cid: 8-80 characters of a-z, 0-9, '-', ':'")
         value = raw.get("value")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise BadDelivery(f"{where}, field value: must be finite")
-        if not (isinstance(value, (str, int, float)) and not isinstance(value, bool)) \
-                or (isinstance(value, str) and len(value) > 40):
-            raise BadDelivery(f"{where}, field value: a short text or a number")
+        if not ((isinstance(value, str) and len(value) <= 40) or _number(value)):
+            raise BadDelivery(f"{where}, field value: a short text or a finite number")
         seen = raw.get("seen")
         seconds = raw.get("seconds", 0)
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
-                or not math.isfinite(seconds):
-            raise BadDelivery(f"{where}, field seconds: must be a number")
+        if not _number(seconds):
+            raise BadDelivery(f"{where}, field seconds: must be a finite number")
         entries.append(Entry(
             _int(raw.get("visit"), f"{where}, field visit", 1),
             _int(raw.get("target"), f"{where}, field target"),
@@ -203,24 +213,29 @@ def _receipt_for(store: Store, person: str, entry: Entry,
     entry = Entry(entry.visit, entry.target, entry.value, entry.client_id, entry.seq, seen,
                   entry.seconds)
     before = queues.reader(store, visit.kind).delivered(entry.client_id)
+    seconds = ACTIVE_CLOCK.allowed(visit.visit_id, visit.started_at, entry.seconds)
     try:
         row = writer(store, person, visit.unit, entry.target, entry,
-                     (entry.visit, entry.seconds))
+                     (entry.visit, seconds))
     except ChangedElsewhere as exc:
         return Receipt(entry.client_id, "refused", reason="changed", message=str(exc),
                        value=_current(store, person, visit, entry.target))
     except ItemTaken as exc:
         return Receipt(entry.client_id, "refused", reason="taken", message=str(exc))
-    except (ValueError, KeyError) as exc:  # DeliveryConflict is a ValueError
-        reason = "invalid"
+    except KeyError:  # the item or its task left the project (the key is an id: not said)
+        return Receipt(entry.client_id, "refused", reason="invalid",
+                       message="This item is no longer in the project.")
+    except ValueError as exc:  # DeliveryConflict is a ValueError
         text = str(exc.args[0]) if exc.args else str(exc)
         if isinstance(exc, DeliveryConflict):
             text = "This key press was already delivered for another answer."
-        return Receipt(entry.client_id, "refused", reason=reason, message=text,
+        return Receipt(entry.client_id, "refused", reason="invalid", message=text,
                        value=_current(store, person, visit, entry.target))
     chained[(entry.visit, entry.target)] = row
     outcome = ("duplicate" if before
                else queues.reader(store, visit.kind).receipt_outcome(entry.client_id))
+    if outcome == "written" and seconds > 0:
+        ACTIVE_CLOCK.spent(visit.visit_id, visit.started_at)
     if outcome in ("written", "unchanged"):
         value = entry.value  # what was pressed is what is stored
     else:

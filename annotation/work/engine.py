@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
@@ -46,6 +47,7 @@ from annotation.store import Store
 from annotation.store import answers as answer_rows
 from annotation.store import queue as queues
 from annotation.store.answers import Delivery
+from annotation.timestamps import parse_utc
 
 IDLE_CAP_SECONDS = 120.0
 #: ``seen`` of :meth:`Answering.check_seen` (and the workflows' writers) when the caller
@@ -87,6 +89,46 @@ def active_increment(last: float, now: float, cap: float = IDLE_CAP_SECONDS) -> 
     """Seconds of active time between two interactions: the gap, capped at ``cap`` so a
     coffee break does not count (the convention of Label Studio's lead time)."""
     return max(0.0, min(now - last, cap))
+
+
+class ActiveClock:
+    """How much of the active time a browser reports may be credited to a visit: never more
+    than the wall-clock time since the visit's last credit (or its start), so a browser
+    cannot claim more time than has passed (red-team finding: 50 presses claiming 120 s
+    each credited 100 minutes in one second). One per server process; a visit is known by
+    its id and start (ids of different projects may be equal)."""
+
+    def __init__(self, keep: int = 50_000):
+        self._last: dict[tuple[int, str], float] = {}
+        self._keep = keep
+        self._lock = threading.Lock()
+
+    def allowed(self, visit_id: int, started_at: str, seconds: float,
+                now: float | None = None) -> float:
+        """At most ``seconds`` (and :data:`IDLE_CAP_SECONDS`), at most the time since the
+        last credit of the visit (first: since ``started_at``, ISO UTC)."""
+        moment = time.time() if now is None else now
+        with self._lock:
+            last = self._last.get((visit_id, started_at))
+        if last is None:
+            try:
+                last = parse_utc(started_at).timestamp()
+            except (TypeError, ValueError):
+                last = moment
+        return max(0.0, min(seconds, IDLE_CAP_SECONDS, moment - last))
+
+    def spent(self, visit_id: int, started_at: str, now: float | None = None) -> None:
+        """The time up to ``now`` has been credited to the visit."""
+        with self._lock:
+            if len(self._last) >= self._keep:
+                for old in list(self._last)[: self._keep // 2]:
+                    del self._last[old]
+            self._last[(visit_id, started_at)] = time.time() if now is None else now
+
+
+#: the server process's clock of credited active time (the answer panel's presses and
+#: commands)
+ACTIVE_CLOCK = ActiveClock()
 
 
 def choose(units: Sequence[str], started: Sequence[str], submitted: dict[str, int],
@@ -458,8 +500,11 @@ class Controller:
             self.state["cursor"] = cursor
         visit = self.state.get("visit_id")
         if visit is not None and seconds > 0:
-            self.router.add_active_time(self.store, visit, min(seconds, IDLE_CAP_SECONDS),
-                                        person=self.person)
+            row = queues.visit(self.store, int(visit))
+            credit = ACTIVE_CLOCK.allowed(row.visit_id, row.started_at, seconds) if row else 0
+            if row is not None and credit > 0:
+                self.router.add_active_time(self.store, visit, credit, person=self.person)
+                ACTIVE_CLOCK.spent(row.visit_id, row.started_at)
         self.state["last_ts"] = self.clock()
 
     def give_up(self, notice: str) -> None:
