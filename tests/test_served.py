@@ -26,6 +26,7 @@ DOM's attributes:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -347,16 +348,18 @@ def test_errors_show_an_incident_id_and_log_the_traceback(server):
             wait_until(page, lambda: [r for r in deliveries if r.status >= 500],
                        "a delivery the server failed")
             state = wait_panel(page, "the answer kept in the browser", pending=1,
-                               connection="retrying")
+                               connection="server_error")
             assert page.locator(".ja-item .ja-pending").count() == 1  # "saving…"
             assert answers_of(server.db) == before
             failed = [r.text() for r in deliveries if r.status >= 500]
         finally:
             (server.markers / "answer").unlink()
-        assert state["status"].startswith("Server not reachable"), state["status"]
+        assert state["status"].startswith("The server had an error"), state["status"]
+        route_incidents = set()
         for body in failed:
             assert FAKE_PATH not in body and "Traceback" not in body, body
             assert "IsADirectoryError" not in body and ".py" not in body, body
+            route_incidents.add(json.loads(body)["incident"])  # said to the annotator
         wait_panel(page, "the answer delivered once the error is gone", pending=0,
                    connection="ok", status="All answers saved", timeout=30)
         assert answers_of(server.db) == before + 1
@@ -396,7 +399,8 @@ def test_errors_show_an_incident_id_and_log_the_traceback(server):
         # the route's error: in the log with its traceback and the path, on the server only
         assert re.search(r"Traceback \(most recent call last\):\n(?:  .*\n)+"
                          r"IsADirectoryError: .*" + re.escape(FAKE_PATH), log)
-        for incident, error in ((callback, "PermissionError"), (on_page, "FileNotFoundError")):
+        for incident, error in ((callback, "PermissionError"), (on_page, "FileNotFoundError"),
+                                ([sorted(route_incidents)[0]], "IsADirectoryError")):
             assert len(incident) == 1
             entry = log.split(f"incident {incident[0]}: ", 1)[1][:3000]
             assert entry.startswith(error) and "Traceback" in entry and FAKE_PATH in entry
