@@ -150,7 +150,7 @@ async def wait_panel(page, check, timeout: float) -> dict[str, str] | None:
         data = await page.evaluate(PANEL_JS)
         if data is not None and check(data):
             return data
-        await asyncio.sleep(0.03)
+        await asyncio.sleep(0.1)
     return None
 
 
@@ -313,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--log", type=Path, default=None, help="keep the server's log here")
     args = parser.parse_args(argv)
     n = max(1, min(args.annotators, MAX_ANNOTATORS))
     minutes = max(0.1, min(args.minutes, MAX_MINUTES))
@@ -332,7 +333,10 @@ def main(argv: list[str] | None = None) -> int:
                 record, elapsed = asyncio.run(drive(port, reader, n, minutes, args.seed))
             finally:
                 stop(server)
-        tracebacks = log_path.read_text().count("Traceback")
+        log_text = log_path.read_text()
+        tracebacks = log_text.count("Traceback")
+        if args.log:
+            args.log.write_text(log_text)
         counts = account(record, reader)
         times = {k: summary(v) for k, v in delays(record, reader).items()}
         rows = reader.conn.execute("SELECT count(*) FROM annotations WHERE source = 'app'"

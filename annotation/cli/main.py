@@ -214,7 +214,8 @@ def serve_command(launcher: Path, host: str, port: int) -> list[str]:
     """The ``streamlit run`` command line of ``judge-audit serve`` (README, Security):
     bound to ``host``; no error details, tracebacks or data export in the browser; XSRF
     and CORS protection on; uploads up to :data:`MAX_UPLOAD_MB`; no static folder and no
-    agent API, whatever a ``.streamlit/config.toml`` says."""
+    agent API, whatever a ``.streamlit/config.toml`` says; no source watching and no full
+    garbage collection after each run (what stalled the server under load, issue #14)."""
     return [sys.executable, "-m", "streamlit", "run", str(launcher),
             "--server.address", host, "--server.port", str(port),
             "--server.headless", "true", "--browser.gatherUsageStats", "false",
@@ -222,7 +223,15 @@ def serve_command(launcher: Path, host: str, port: int) -> list[str]:
             "--client.disableDataExport", "true",
             "--server.enableXsrfProtection", "true", "--server.enableCORS", "true",
             "--server.maxUploadSize", str(MAX_UPLOAD_MB),
-            "--server.enableStaticServing", "false", "--server.enableAgentApi", "false"]
+            "--server.enableStaticServing", "false", "--server.enableAgentApi", "false",
+            # no source watching on a served study: after every script run the watcher
+            # walks every loaded module on the event loop (hundreds of ms with pandas and
+            # scipy loaded), which stalled every request of every annotator under load
+            "--server.fileWatcherType", "none", "--server.runOnSave", "false",
+            # no full garbage collection after every script run: with pandas, scipy and
+            # plotly loaded it held the GIL for a tenth of a second or more per run, over
+            # half of the server's time with 20 annotators (Python's own GC still runs)
+            "--runner.postScriptGC", "false"]
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
