@@ -7,11 +7,13 @@ Builds a fresh copy of the demo project in a temporary folder, adds the accounts
 ``soak1..soakN`` (and sets the overlap to N so there is work for all of them), starts
 ``judge-audit serve --db DB`` on localhost (its own process group, stopped at the end, also
 on error) and drives one Debian Chromium (Playwright, ``/usr/bin/chromium``) with N browser
-contexts at once, one per annotator, as people would: sign in, leave the guidelines with
-Enter, then answer with the keyboard, reading the page: Y / N / U on the current question,
-a digit on the current rating, Enter when the panel says the item is complete. Each
-annotator thinks 0.25-0.7 s between keys (seeded), and one time in six types a **burst** of
-3-5 keys 30-80 ms apart, faster than the server can rerun a page.
+contexts at once, one per annotator, as people would: sign in (one every 1.5 s), leave the
+guidelines with Enter, then answer with the keyboard, reading the page: Y / N / U on the
+current question, a digit on the current rating, Enter when the panel says the item is
+complete. Each
+annotator thinks 0.8-2.0 s before a key (seeded; the keystroke-level model's 1.35 s of
+mental preparation plus the press), and one time in six types a **burst** of 3-5 keys
+30-80 ms apart, faster than the server can rerun a page (a run of obvious "yes").
 
 The soak keeps its own record of every key it pressed: who, which item (the reservation in
 the database), which target (the panel's cursor as shown before the key) and which value.
@@ -32,9 +34,13 @@ that record with the database, read with its own connection:
 * **server errors**: tracebacks in the server's log, HTTP 5xx on the answer route, and
   ``PRAGMA integrity_check``.
 
-Bounded: at most 20 annotators and 30 minutes. Exit status 1 when anything was lost,
-duplicated or still pending, or on any server error. ``--json FILE`` also writes the
-figures as JSON.
+**The browsers run at a lower CPU priority** (``--nice 10``, set on this process once the
+server runs, so Playwright's driver and every Chromium it starts inherit it): they stand
+in for 20 annotators' own computers, which would not take the server's CPU; on a 2-core
+machine 20 Chromium renderers would otherwise take most of it. ``--nice 0`` runs them at
+the server's priority. Bounded: at most 20 annotators and 30 minutes. Exit status 1 when
+anything was lost, duplicated or still pending, or on any server error. ``--json FILE``
+also writes the figures as JSON.
 """
 
 from __future__ import annotations
@@ -66,6 +72,13 @@ from annotation.work import panel as panels  # noqa: E402
 from annotation.work import workflow  # noqa: E402
 
 MAX_ANNOTATORS, MAX_MINUTES = 20, 30
+#: seconds between two decisions: around the keystroke-level model's mental preparation
+#: (1.35 s; Card, Moran and Newell, "The Psychology of Human-Computer Interaction", 1983)
+#: plus a key press: a person reads each question and looks at the image before a key
+THINK = (0.8, 2.0)
+#: seconds between two annotators' arrivals (sign-in), so that 20 do not all sign in in
+#: the same second
+ARRIVAL = 1.5
 SUBMIT_TIMEOUT = 15.0
 DRAIN_SECONDS = 30.0
 PANEL_JS = "() => { const p = document.querySelector('.ja-panel[data-visit]');" \
@@ -142,6 +155,8 @@ class Record:
     http_5xx: int = 0
     pending: int = 0
     stray: list[str] = field(default_factory=list)
+    timeline: list[tuple[float, float]] = field(default_factory=list)
+    arrived: list[float] = field(default_factory=list)
 
 
 async def wait_panel(page, check, timeout: float) -> dict[str, str] | None:
@@ -158,6 +173,7 @@ async def annotator(browser, port: int, i: int, reader: Reader, end: float,
                     record: Record, seed: int) -> None:
     who = f"soak{i}"
     rng = random.Random(seed * 1000 + i)
+    await asyncio.sleep((i - 1) * ARRIVAL)  # people arrive one after the other
     context = await browser.new_context(viewport={"width": 1280, "height": 800})
     page = await context.new_page()
     page.on("response", lambda r: setattr(record, "http_5xx", record.http_5xx + 1)
@@ -172,10 +188,11 @@ async def annotator(browser, port: int, i: int, reader: Reader, end: float,
     await page.evaluate("document.activeElement && document.activeElement.blur()")
     await page.keyboard.press("Enter")
     await wait_panel(page, lambda d: True, 90)
+    record.arrived.append(time.time())
     while time.monotonic() < end:
         burst = rng.random() < 1 / 6
         keys = rng.randint(3, 5) if burst else 1
-        await asyncio.sleep(rng.uniform(0.25, 0.7))
+        await asyncio.sleep(rng.uniform(*THINK))
         for _ in range(keys):
             data = await page.evaluate(PANEL_JS)
             if data is None or data.get("command"):
@@ -270,22 +287,27 @@ def account(record: Record, reader: Reader) -> dict[str, int]:
     return {"lost": lost, "duplicated": duplicated}
 
 
-def delays(record: Record, reader: Reader) -> dict[str, list[float]]:
-    """Per press (from the pages' own clocks and the receipts' commit times), in ms."""
+def delays(record: Record, reader: Reader, after: float = 0.0) -> dict[str, list[float]]:
+    """Per press typed after ``after`` (epoch s; from the pages' own clocks and the
+    receipts' write times), in ms."""
     written = dict(reader.conn.execute("SELECT client_id, received_at FROM answer_receipts"))
     from annotation.timestamps import parse_utc
 
     visible, database, acked = [], [], []
     for stats in record.stats:
         for p in stats["presses"]:
+            at_epoch = (stats["origin"] + p["at"]) / 1000
+            if at_epoch < after:
+                continue
             if p["visible"] is not None:
                 visible.append(p["visible"] - p["at"])
             if p["acked"] is not None:
                 acked.append(p["acked"] - p["at"])
             stamp = written.get(p["cid"])
             if stamp is not None:
-                at_epoch = (stats["origin"] + p["at"]) / 1000
                 database.append((parse_utc(stamp).timestamp() - at_epoch) * 1000)
+                if not after:
+                    record.timeline.append((at_epoch, database[-1]))
     return {"visible": visible, "database": database, "acked": acked}
 
 
@@ -314,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--log", type=Path, default=None, help="keep the server's log here")
+    parser.add_argument("--nice", type=int, default=10,
+                        help="CPU priority of the browsers below the server's (0: equal)")
     args = parser.parse_args(argv)
     n = max(1, min(args.annotators, MAX_ANNOTATORS))
     minutes = max(0.1, min(args.minutes, MAX_MINUTES))
@@ -329,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
                 cwd=folder)
             try:
                 shots.wait_healthy(port, timeout=60)
+                if args.nice:  # this process and what it starts from now on: the browsers
+                    os.nice(args.nice)
                 reader = Reader(db)
                 record, elapsed = asyncio.run(drive(port, reader, n, minutes, args.seed))
             finally:
@@ -339,12 +365,15 @@ def main(argv: list[str] | None = None) -> int:
             args.log.write_text(log_text)
         counts = account(record, reader)
         times = {k: summary(v) for k, v in delays(record, reader).items()}
+        all_in = max(record.arrived) if len(record.arrived) == n else float("inf")
+        steady = {k: summary(v) for k, v in delays(record, reader, all_in).items()}
         rows = reader.conn.execute("SELECT count(*) FROM annotations WHERE source = 'app'"
                                    ).fetchone()[0]
         integrity = reader.conn.execute("PRAGMA integrity_check").fetchone()[0]
         reader.conn.close()
     bursts = sum(p.burst for p in record.presses)
-    print(f"annotators {n}, {elapsed:.0f} s on http://127.0.0.1:{port} (sign-in included)")
+    print(f"annotators {n}, {elapsed:.0f} s on http://127.0.0.1:{port} (sign-in included),"
+          f" browsers at nice {args.nice}")
     print(f"keys pressed              {len(record.presses)} answer keys ({bursts} in bursts), "
           f"{record.submits} Enter on complete items")
     print(f"answers written           {rows} rows ({rows / elapsed:.2f}/s)")
@@ -352,12 +381,15 @@ def main(argv: list[str] | None = None) -> int:
           f"submit keys")
     print(f"duplicated                {counts['duplicated']}")
     print(f"pending at the end        {record.pending}")
-    for name, label in (("visible", "key -> visible"), ("database", "key -> database"),
-                        ("acked", "key -> acknowledged")):
-        t = times[name]
-        if t:
-            print(f"{label + ' (ms)':<26}p50 {t['p50']:.0f}  p95 {t['p95']:.0f}  "
-                  f"max {t['max']:.0f}  (n {t['n']})")
+    for title, table in (("whole run, sign-ins included", times),
+                         ("once all annotators were in", steady)):
+        print(f"{title}:")
+        for name, label in (("visible", "key -> visible"), ("database", "key -> database"),
+                            ("acked", "key -> acknowledged")):
+            t = table[name]
+            if t:
+                print(f"  {label + ' (ms)':<24}p50 {t['p50']:.0f}  p95 {t['p95']:.0f}  "
+                      f"max {t['max']:.0f}  (n {t['n']})")
     submit = summary(record.submit_ms)
     if submit:
         print(f"Enter -> next item        p50 {submit['p50']:.0f}  p95 {submit['p95']:.0f}  "
@@ -368,11 +400,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {line}")
     if args.json:
         args.json.write_text(json.dumps({
-            "annotators": n, "seconds": elapsed, "presses": len(record.presses),
+            "annotators": n, "seconds": elapsed, "nice": args.nice, "presses": len(record.presses),
             "bursts": bursts, "submits": record.submits, "rows": rows, **counts,
             "submits_lost": len(record.submits_lost), "pending": record.pending,
-            "times_ms": times, "submit_ms": submit, "tracebacks": tracebacks,
-            "http_5xx": record.http_5xx, "integrity": integrity}, indent=1))
+            "times_ms": times, "steady_ms": steady, "submit_ms": submit, "tracebacks": tracebacks,
+            "http_5xx": record.http_5xx, "integrity": integrity,
+            "timeline": sorted(record.timeline)}, indent=1))
     bad = (counts["lost"] or counts["duplicated"] or record.pending or record.submits_lost
            or tracebacks or record.http_5xx or integrity != "ok")
     return 1 if bad else 0

@@ -388,12 +388,75 @@ function makePanel() {
     return null;
   };
 
+  // The panel keeps three slots: the top (status, current target, J / K) and the bottom
+  // (commands) are redrawn on every change; the list of targets is patched row by row, so
+  // a key press redraws two rows and not the whole checklist.
+  G.slots = null;
+  G.ensureSlots = () => {
+    const sl = G.slots;
+    if (sl && sl.root === G.root && sl.top.parentNode === G.root) return sl;
+    const top = el("div", "ja-slot"), list = el("div", "ja-list"), bottom = el("div", "ja-slot");
+    G.root.replaceChildren(top, list, bottom);
+    G.slots = { root: G.root, top, list, bottom, spec: null, rows: [] };
+    return G.slots;
+  };
+  G.row = (i, gate) => {
+    const t = G.spec.targets[i];
+    const item = el("div", "ja-item" + (i === G.cursor ? " ja-here" : "") + (gate[i] ? "" : " ja-off"));
+    const text = el("div", "ja-item-text", (i === G.cursor ? "▶ " : "") + t.text);
+    text.addEventListener("click", () => { if (applicable(G.spec.targets, G.values)[i]) { G.cursor = i; G.render(); } });
+    item.appendChild(text);
+    if (!gate[i]) { item.appendChild(el("span", "ja-mark", "not applicable")); return item; }
+    if (t.kind === "c") {
+      const v = G.values[i];
+      item.appendChild(el("span", "ja-score", v === undefined || v === null ? "–" : String(Number(v))));
+    } else {
+      const opts = el("div", "ja-mini");
+      for (const o of t.options) opts.appendChild(G.optionButton(i, o, same(G.values[i], o[0]), true));
+      item.appendChild(opts);
+    }
+    const mark = G.statusMark(i);
+    if (mark) item.appendChild(mark);
+    return item;
+  };
+  G.drawList = (gate) => {
+    const sl = G.slots, s = G.spec;
+    const sig = (i) => JSON.stringify([i === G.cursor, gate[i], G.values[i] === undefined ? null : G.values[i], G.status[i] || null]);
+    if (sl.spec !== s) {   // new data: the whole list
+      const children = [];
+      sl.rows = [];
+      let heading;
+      s.targets.forEach((t, i) => {
+        if (t.kind === "c" && (i === 0 || s.targets[i - 1].kind !== "c")) children.push(el("div", "ja-group", "Ratings"));
+        else if (t.kind !== "c" && t.heading !== heading) {
+          heading = t.heading;
+          if (i === 0) children.push(el("div", "ja-group", t.kind === "v" ? "Verdicts" : "Checklist"));
+          if (t.heading) children.push(el("div", "ja-subgroup", t.heading));
+        }
+        const row = G.row(i, gate);
+        sl.rows.push({ sig: sig(i), el: row });
+        children.push(row);
+      });
+      sl.list.replaceChildren(...children);
+      sl.spec = s;
+      return;
+    }
+    s.targets.forEach((t, i) => {   // the same data: only the rows that changed
+      const now = sig(i);
+      if (sl.rows[i].sig === now) return;
+      const row = G.row(i, gate);
+      sl.rows[i].el.replaceWith(row);
+      sl.rows[i] = { sig: now, el: row };
+    });
+  };
+
   G.render = () => {
     const root = G.root;
     if (!root) return;
     const s = G.spec;
-    root.replaceChildren();
-    if (!s) return;
+    if (!s) { root.replaceChildren(); G.slots = null; return; }
+    const sl = G.ensureSlots();
+    const top = [], bottom = [];
     const gate = applicable(s.targets, G.values);
     const open = openTargets(s.targets, G.values);
     const mine = G.outbox.filter((e) => e.visit === G.visit || (G.item && e.item === G.item)).length;
@@ -415,9 +478,9 @@ function makePanel() {
     else if (G.outbox.length) line = el("div", "ja-status ja-busy", `Saving ${G.outbox.length} answer(s)…`);
     else line = el("div", "ja-status ja-ok", "All answers saved");
     if (elsewhere && G.connection === "ok") line.textContent += ` (${elsewhere} from an earlier page)`;
-    if (s.targets.length || G.outbox.length) root.appendChild(line);
-    if (G.notice) root.appendChild(el("div", "ja-notice", G.notice));
-    if (s.reviewing) root.appendChild(el("div", "ja-review", "Reviewing an item you already submitted: changes are kept as history."));
+    if (s.targets.length || G.outbox.length) top.push(line);
+    if (G.notice) top.push(el("div", "ja-notice", G.notice));
+    if (s.reviewing) top.push(el("div", "ja-review", "Reviewing an item you already submitted: changes are kept as history."));
 
     // the current target, large
     if (current) {
@@ -437,7 +500,7 @@ function makePanel() {
         rub.appendChild(emphasized("div", "ja-rubric-text", current.rubric));
         card.appendChild(rub);
       }
-      root.appendChild(card);
+      top.push(card);
       const nav = el("div", "ja-nav");
       for (const [label, key, delta] of [["Previous", "k", -1], ["Next", "j", 1]]) {
         const b = el("button", "ja-option"); b.type = "button";
@@ -445,39 +508,11 @@ function makePanel() {
         b.addEventListener("click", () => { G.cursor = moveCursor(s.targets, G.values, G.cursor, delta); G.render(); });
         nav.appendChild(b);
       }
-      root.appendChild(nav);
+      top.push(nav);
     }
 
     // every target, grouped
-    if (s.targets.length) {
-      const list = el("div", "ja-list");
-      let heading;
-      s.targets.forEach((t, i) => {
-        if (t.kind === "c" && (i === 0 || s.targets[i - 1].kind !== "c")) list.appendChild(el("div", "ja-group", "Ratings"));
-        else if (t.kind !== "c" && t.heading !== heading) {
-          heading = t.heading;
-          if (i === 0) list.appendChild(el("div", "ja-group", t.kind === "v" ? "Verdicts" : "Checklist"));
-          if (t.heading) list.appendChild(el("div", "ja-subgroup", t.heading));
-        }
-        const item = el("div", "ja-item" + (i === G.cursor ? " ja-here" : "") + (gate[i] ? "" : " ja-off"));
-        const text = el("div", "ja-item-text", (i === G.cursor ? "▶ " : "") + t.text);
-        text.addEventListener("click", () => { if (gate[i]) { G.cursor = i; G.render(); } });
-        item.appendChild(text);
-        if (!gate[i]) { item.appendChild(el("span", "ja-mark", "not applicable")); list.appendChild(item); return; }
-        if (t.kind === "c") {
-          const v = G.values[i];
-          item.appendChild(el("span", "ja-score", v === undefined || v === null ? "–" : String(Number(v))));
-        } else {
-          const opts = el("div", "ja-mini");
-          for (const o of t.options) opts.appendChild(G.optionButton(i, o, same(G.values[i], o[0]), true));
-          item.appendChild(opts);
-        }
-        const mark = G.statusMark(i);
-        if (mark) item.appendChild(mark);
-        list.appendChild(item);
-      });
-      root.appendChild(list);
-    }
+    G.drawList(gate);
 
     // commands
     const actions = el("div", "ja-actions");
@@ -493,12 +528,14 @@ function makePanel() {
       b.addEventListener("click", () => { if (name === s.submit) G.submit(); else G.requestCommand(name); });
       actions.appendChild(b);
     }
-    root.appendChild(actions);
-    if (G.command) root.appendChild(el("div", "ja-caption", G.outbox.length ? `Waiting for ${G.outbox.length} answer(s) to be saved first…` : "Working…"));
+    bottom.push(actions);
+    if (G.command) bottom.push(el("div", "ja-caption", G.outbox.length ? `Waiting for ${G.outbox.length} answer(s) to be saved first…` : "Working…"));
     else if (s.submit && !ready && s.targets.length) {
       const left = el("div", "ja-caption" + (performance.now() < G.hintUntil ? " ja-flash" : ""), `${open.length} answer(s) left before you can submit.`);
-      root.appendChild(left);
-    } else if (s.hint) root.appendChild(el("div", "ja-caption", s.hint));
+      bottom.push(left);
+    } else if (s.hint) bottom.push(el("div", "ja-caption", s.hint));
+    sl.top.replaceChildren(...top);
+    sl.bottom.replaceChildren(...bottom);
   };
   return G;
 }
