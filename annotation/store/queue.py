@@ -147,6 +147,10 @@ class Queue:
             first[unit] = min(first.get(unit, t), t)
         return [u for u, _ in sorted(first.items(), key=lambda x: (x[1], x[0]))]
 
+    def has_any_answer(self, person: str, answer_kinds: Sequence[str]) -> bool:
+        """Whether ``person`` has any answer of these kinds, on any unit."""
+        return any(answer_rows.has_any(self._conn, k, person) for k in answer_kinds)
+
     def has_answered(self, person: str, unit: str, answer_kinds: Sequence[str]) -> bool:
         return any(answer_rows.has_answer(self._conn, k, person, unit) for k in answer_kinds)
 

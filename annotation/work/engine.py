@@ -309,7 +309,7 @@ class Router(Generic[S]):
 
     def has_started(self, store: Store, person: str) -> bool:
         """Whether ``person`` ever answered on a unit of this workflow."""
-        return any(answer_rows.has_any(store.conn, k, person) for k in self.kind.answers)
+        return queues.reader(store, self.kind.name).has_any_answer(person, self.kind.answers)
 
     def submission_counts(self, store: Store) -> dict[str, int]:
         """Distinct people who submitted each unit."""

@@ -9,9 +9,11 @@ given each target by its **position** in the list and never by its id (question 
 criteria and conflict types stay on the server), so nothing it holds names a judge, a
 generator, a pass answer or another person's answer (``tests/test_answer_panel.py``).
 
-:func:`annotation_targets` and :func:`verdict_targets` build the list from the database:
-the page (to draw the panel) and :mod:`annotation.work.deliveries` (to turn a delivered
-``target`` position back into a question) call the same function, so the two always agree.
+:func:`output_targets` (checklist and ratings of an output) and
+:func:`annotation.work.verification.verdict_targets` (a task's conflict types) build the
+list: the page (to draw the panel) and :mod:`annotation.work.deliveries` (to turn a
+delivered ``target`` position back into a question) call the same function, so the two
+always agree.
 :func:`spec` is the JSON the browser gets.
 
 Gating (DSG, "Davidsonian Scene Graph", Cho et al., ICLR 2024, Sec. 3) is in the spec as
