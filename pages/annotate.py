@@ -137,30 +137,15 @@ with output_area:
 
 # ------------------------------------------------------------------ questions and ratings
 def on_command(command: dict) -> None:
-    """A command from the answer panel (before the page runs): once per command, only
-    after every answer typed before it was acknowledged (annotation.ui.answer_panel)."""
+    """A command from the answer panel (before the page runs): the controller acts on it
+    once; the page opens the dialogs of F and E."""
     here = AnnotationSession(open_store(st.session_state), user.name,
                              st.session_state["annotate"])
-    name = answer_panel.take_command(here.state, command, COMMANDS)
-    if name is None:
-        return
-    command["unit"] = here.output_id
-    here.panel_command(command["seconds"], command["cursor"])
-    if name == "submit" and not here.submit() and here.output_id == command["unit"]:
-        here.state["notice"] = ("This item is not complete yet: "
-                                f"{len(here.remaining())} answer(s) left.")
-    elif name == "back":
-        here.back()
-    elif name == "flag":
-        st.session_state["flag_open"] = True
-    elif name == "enlarge":
-        st.session_state["enlarge_open"] = True
-    elif name == "reload":
-        here.give_up("This item went to someone else while it was open here: the page now "
-                     "shows the item that is yours. Your earlier answers are kept.")
+    dialog = here.command(command)
+    if dialog is not None:
+        st.session_state[f"{dialog}_open"] = True
 
 
-COMMANDS = ("submit", "back", "flag", "enlarge", "reload")
 @guarded
 def answers_view() -> None:
     """The answer panel (an error here leaves the header and images in place)."""

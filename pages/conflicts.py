@@ -163,27 +163,10 @@ def field_values(here: VerifySession) -> dict[tuple[int, str], object]:
 
 
 def on_command(command: dict) -> None:
-    """A command from the answer panel (before the page runs), once per command, after
-    every verdict typed before it was acknowledged (annotation.ui.answer_panel)."""
+    """A command from the answer panel (before the page runs): the controller acts on it
+    once, with the reading the fields show."""
     here = VerifySession(open_store(st.session_state), user.name, st.session_state["verify"])
-    name = answer_panel.take_command(here.state, command, ("confirm", "submit", "back",
-                                                           "reload"))
-    if name is None or here.task_id is None:
-        return
-    here.panel_command(command["seconds"])
-    if name == "confirm":
-        here.confirm_readings(field_values(here))
-    elif name == "submit":
-        here.confirm_readings(field_values(here))  # not blind: the fields are the reading
-        if here.can_submit():
-            here.submit()
-        elif not here.state.get("notice"):
-            here.state["notice"] = "A verdict is still needed for every conflict type."
-    elif name == "back":
-        here.back()
-    elif name == "reload":
-        here.give_up("This task went to someone else while it was open here: the page now "
-                     "shows the task that is yours. Your earlier answers are kept.")
+    here.command(command, lambda: field_values(here))
 
 
 st.markdown("#### Your verdicts" if revealed else "#### Your reading")

@@ -171,20 +171,9 @@ complete = tr.reviews_complete(failing, reviews)
 
 
 def on_command(command: dict) -> None:
-    """A command from the answer panel (before the page runs), once per command."""
-    here = tr.TreeSession(open_store(st.session_state), user.name, st.session_state["trees"])
-    name = answer_panel.take_command(here.state, command, ("submit", "back"))
-    if name is None or here.output_id is None:
-        return
-    here.panel_command(command["seconds"])
-    if name == "submit":
-        if here.complete():
-            here.submit()
-        else:
-            here.state["notice"] = ("Choose a node and a reason for every failure before "
-                                    "you submit.")
-    elif name == "back":
-        here.back()
+    """A command from the answer panel (before the page runs): the controller acts on it."""
+    tr.TreeSession(open_store(st.session_state), user.name,
+                   st.session_state["trees"]).command(command)
 
 
 answer_panel.show(session.panel(complete), person=user.name, unit=output_id, key="tree-panel",

@@ -78,6 +78,16 @@ def make_demo_db(demo_template: Path) -> Callable[[Path], Path]:
 
 
 @pytest.fixture
+def served_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                make_demo_db: Callable[[Path], Path]) -> Path:
+    """A fresh copy of the demo project that the app pages open (``$JUDGE_AUDIT_DB``
+    points at it for the test): what AppTest tests of a page start from."""
+    path = make_demo_db(tmp_path / "demo.db")
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
+    return path
+
+
+@pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "project.db"
 

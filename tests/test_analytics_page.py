@@ -20,11 +20,8 @@ N_BOOT = 20
 
 
 @pytest.fixture
-def demo_db(tmp_path, monkeypatch, make_demo_db) -> Path:
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
-    return db
+def demo_db(served_demo: Path) -> Path:
+    return served_demo
 
 
 def page_as(db: Path, name: str = "admin", role: str = "admin") -> AppTest:

@@ -35,11 +35,8 @@ def fresh_db(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch, make_demo_db) -> Path:
-    path = tmp_path / "demo.db"
-    make_demo_db(path)
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
-    return path
+def db(served_demo: Path) -> Path:
+    return served_demo
 
 
 def annotate_as(name: str, *, guidelines_seen: bool = True) -> AppTest:

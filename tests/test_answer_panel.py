@@ -21,17 +21,15 @@ import pytest
 from annotation.store import Store
 from annotation.ui import answer_panel
 from annotation.work import checklist
+from annotation.work import panel as panels
 from annotation.work.checklist import QuestionView
 from tests.helpers import ROOT, panel
 from tests.helpers.apptest import signed_in
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch, make_demo_db) -> Path:
-    path = tmp_path / "demo.db"
-    make_demo_db(path)
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
-    return path
+def db(served_demo: Path) -> Path:
+    return served_demo
 
 
 def annotate_as(name: str):
@@ -205,14 +203,14 @@ def test_a_command_is_acted_on_once(db):
 
 def test_take_command_rules():
     state = {"visit_id": 5, "handled": 3}
-    assert answer_panel.take_command(state, {"name": "submit", "n": 3, "visit": 5},
+    assert panels.take_command(state, {"name": "submit", "n": 3, "visit": 5},
                                      ("submit",)) is None  # already handled
-    assert answer_panel.take_command(state, {"name": "submit", "n": 4, "visit": 6},
+    assert panels.take_command(state, {"name": "submit", "n": 4, "visit": 6},
                                      ("submit",)) is None  # another visit
     assert state["handled"] == 4  # ... but marked, so it is never acted on later
-    assert answer_panel.take_command(state, {"name": "evil", "n": 5, "visit": 5},
+    assert panels.take_command(state, {"name": "evil", "n": 5, "visit": 5},
                                      ("submit",)) is None
-    assert answer_panel.take_command(state, {"name": "submit", "n": 6, "visit": 5},
+    assert panels.take_command(state, {"name": "submit", "n": 6, "visit": 5},
                                      ("submit",)) == "submit"
 
 
@@ -379,3 +377,15 @@ def test_an_error_behind_the_route_is_an_incident_not_a_traceback(db, monkeypatc
     assert status == 500 and payload["incident"] in payload["error"]
     assert "/srv/secret" not in json.dumps(payload)
     assert payload["incident"] in caplog.text  # the log has it, with the traceback
+
+
+def test_enter_on_an_incomplete_item_submits_nothing_and_says_why(db):
+    at = annotate_as("alice")
+    output = at.session_state["annotate"]["output_id"]
+    panel.answer(at, panel.open_targets(panel.spec(at))[0], "yes")
+    panel.command(at, "submit")
+    assert at.session_state["annotate"]["output_id"] == output
+    assert any("not complete yet" in w.value for w in at.warning)
+    with Store.open(db) as store:
+        assert not store.conn.execute("SELECT 1 FROM queue_submissions WHERE person = 'alice'"
+                                      " AND unit = ?", [output]).fetchone()

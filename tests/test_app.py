@@ -19,11 +19,8 @@ def app_as(name: str = "admin", role: str = "admin") -> AppTest:
 
 
 @pytest.fixture
-def demo_db(tmp_path, monkeypatch, make_demo_db) -> Path:
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
-    return db
+def demo_db(served_demo: Path) -> Path:
+    return served_demo
 
 
 def test_home_page_shows_the_project(demo_db):

@@ -15,8 +15,6 @@ original. Reuses tests/test_browser.py's server and sign-in helpers; skipped whe
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -32,9 +30,9 @@ from tests.helpers.browser import (
     USER,
     idle,
     press,
+    serving,
     shots,
     sign_in,
-    stop,
     sync_api,
     wait_panel,
     wait_until,
@@ -59,24 +57,9 @@ def hostile_project(tmp_path: Path) -> Path:
 
 def test_every_image_the_browser_downloads_is_pixels_only(tmp_path):
     db = hostile_project(tmp_path)
-    port = shots.free_port()
     env = dict(os.environ, JUDGE_AUDIT_HOME=str(tmp_path / "home"))
-    env.pop("JUDGE_AUDIT_DB", None)
-    log_path = tmp_path / "serve.log"
-    with log_path.open("w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "annotation.cli", "serve", "--db", str(db), "--port",
-             str(port)], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True)
-        try:
-            shots.wait_healthy(port, timeout=60)
-            received = browse(port)
-        except BaseException:
-            log.flush()
-            sys.stderr.write(log_path.read_text()[-4000:])
-            raise
-        finally:
-            stop(server)
+    with serving(db, tmp_path, env) as port:
+        received = browse(port)
     downloaded, refetched = received
     # the page's six images and the overlay and the enlarged output at least
     assert len(downloaded) >= 7, sorted(downloaded)

@@ -293,10 +293,8 @@ def test_the_cache_holds_clean_files_named_by_content_only(hostile_db):
 
 # ------------------------------------------------------------------ item 4: placeholders
 @pytest.fixture
-def demo_db(tmp_path, monkeypatch, make_demo_db) -> Path:
-    db = make_demo_db(tmp_path / "demo.db")
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
-    return db
+def demo_db(served_demo: Path) -> Path:
+    return served_demo
 
 
 def open_first_item(db: Path) -> AppTest:

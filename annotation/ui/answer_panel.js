@@ -65,7 +65,7 @@ function makePanel() {
     connection: "ok", notice: null, hintUntil: 0,
     command: null,           // {name, n, visit, sent, sentAt, tries}
     lastPress: null, counter: 0, panelId: null,
-    stats: { presses: [], commands: [] },
+    stats: { presses: [] },
   };
 
   G.newId = () => {
@@ -109,8 +109,6 @@ function makePanel() {
     G.done.add(cid);
     if (G.done.size > 20000) G.done = new Set(Array.from(G.done).slice(-10000));
   };
-  G.pending = (visitOrItem) => G.outbox.filter((e) => visitOrItem === undefined
-    || e.visit === visitOrItem || (G.item && e.item === G.item));
 
   G.flush = () => {
     if (G.timer) { clearTimeout(G.timer); G.timer = null; }
@@ -225,7 +223,6 @@ function makePanel() {
     if (G.command && G.command.name === name && G.command.visit === G.visit) return;
     const seconds = G.lastPress === null ? 0 : Math.min(performance.now() - G.lastPress, IDLE_CAP_MS) / 1000;
     G.command = { name, n: G.nextSeq(), visit: G.visit, sent: false, tries: 0, seconds, at: performance.now() };
-    G.stats.commands.push({ name, at: G.command.at });
     G.render();
     G.flush();
   };

@@ -18,8 +18,9 @@ iframe: ``answer_panel.js``) that
   whether the server is reachable, and sends a command (Submit, Back, Flag, ...) only
   once every answer typed before it is acknowledged. A command is the component's *state*
   (``command = {name, n}``), which Streamlit keeps and sends with every rerun request, so
-  unlike a trigger it is not dropped; the page handles each ``n`` once
-  (:func:`take_command`) and echoes it (``handled``) so the panel stops sending it.
+  unlike a trigger it is not dropped; the workflow's controller acts on each ``n`` once
+  (:func:`annotation.work.panel.take_command`) and echoes it (``handled``) so the panel
+  stops sending it.
 
 What reaches the browser is :func:`annotation.work.panel.spec`: targets by position, the
 visit id and an item token that is an HMAC of the unit under a secret of this process (the
@@ -29,14 +30,14 @@ same item gives the same token on a reload, nothing to recompute an id from).
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import secrets
 import threading
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from annotation.ui.widget_keys import opaque
 from annotation.work import panel as panels
 
 ROUTE_ANSWERS = "/_ja/answers"
@@ -50,8 +51,9 @@ _component: Any = None
 
 
 def item_token(person: str, unit: str) -> str:
-    """The panel's name for ``person``'s unit: stable in this server process, not an id."""
-    return hmac.new(_SECRET, json.dumps([person, unit]).encode(), hashlib.sha256).hexdigest()[:24]
+    """The panel's name for ``person``'s unit: stable in this server process, not an id
+    (:func:`annotation.ui.widget_keys.opaque` under a secret of the process)."""
+    return opaque(_SECRET, person, unit)
 
 
 def outbox_owner(person: str) -> str:
@@ -75,8 +77,8 @@ def _mount() -> Any:
 def show(panel: panels.Panel, *, person: str, unit: str, key: str,
          on_command: Callable[[dict[str, Any]], None]) -> None:
     """Draw the panel; ``on_command`` gets each command (``{name, n, visit, seconds,
-    cursor}``) before the page runs (a Streamlit callback); :func:`take_command` says
-    whether it is new."""
+    cursor}``) before the page runs (a Streamlit callback); the controller's
+    ``command`` says whether it is new and acts on it."""
     import streamlit as st
 
     data = panels.spec(panel) | {"item": item_token(person, unit),
@@ -106,19 +108,6 @@ def _command_of(value: Any) -> dict[str, Any] | None:
             and not isinstance(seconds, bool) and 0 <= seconds < 1e6 else 0.0,
             "cursor": cursor if isinstance(cursor, int) and not isinstance(cursor, bool)
             else None}
-
-
-def take_command(state: MutableMapping[str, Any], command: dict[str, Any],
-                 names: tuple[str, ...]) -> str | None:
-    """The command's name when it is one of ``names``, new (its ``n`` above the last one
-    handled, kept in ``state["handled"]``) and typed on the open visit; None otherwise.
-    Marks it handled either way, so a command is acted on at most once."""
-    if command["n"] <= int(state.get("handled", 0)):
-        return None
-    state["handled"] = command["n"]
-    if command["name"] not in names or command["visit"] != state.get("visit_id"):
-        return None
-    return str(command["name"])
 
 
 # ------------------------------------------------------------------ the route

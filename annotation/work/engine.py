@@ -48,6 +48,7 @@ from annotation.store import answers as answer_rows
 from annotation.store import queue as queues
 from annotation.store.answers import Delivery
 from annotation.timestamps import parse_utc
+from annotation.work import panel
 
 IDLE_CAP_SECONDS = 120.0
 #: ``seen`` of :meth:`Answering.check_seen` (and the workflows' writers) when the caller
@@ -400,6 +401,8 @@ class Controller:
     router: ClassVar[Router[Any]]
     UNIT: ClassVar[str] = "unit"
     PERSON: ClassVar[str] = "person"
+    #: what the person calls a unit, in messages
+    NOUN: ClassVar[str] = "item"
 
     def __init__(self, store: Store, person: str, state: MutableMapping[str, Any],
                  clock: Callable[[], float] = time.monotonic):
@@ -507,10 +510,21 @@ class Controller:
                 ACTIVE_CLOCK.spent(row.visit_id, row.started_at)
         self.state["last_ts"] = self.clock()
 
-    def give_up(self, notice: str) -> None:
+    def take_command(self, command: dict[str, Any], names: tuple[str, ...]) -> str | None:
+        """The name of the answer panel's ``command`` when it is new, one of ``names`` and
+        typed on the open visit (:func:`annotation.work.panel.take_command`: each command
+        is acted on once); its active time is credited first."""
+        name = panel.take_command(self.state, command, names)
+        if name is not None:
+            self.panel_command(command["seconds"], command.get("cursor"))
+        return name
+
+    def give_up(self, notice: str | None = None) -> None:
         """The open unit can no longer be answered here (the panel's answer was refused:
         it went to someone else): say so and open the router's next unit."""
-        self._taken(ItemTaken(notice))
+        self._taken(ItemTaken(notice or (
+            f"This {self.NOUN} went to someone else while it was open here: the page now "
+            f"shows the {self.NOUN} that is yours. Your earlier answers are kept.")))
 
     def back(self) -> bool:
         """Reopen the previously submitted unit to review it (answers can be changed,

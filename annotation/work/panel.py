@@ -24,7 +24,7 @@ question whose parent it has answered "no" at once; the server applies the same 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,3 +161,16 @@ def spec(panel: Panel) -> dict[str, Any]:
         "reviewing": panel.reviewing, "handled": panel.handled, "notice": panel.notice,
         "hint": panel.hint,
     }
+
+
+def take_command(state: MutableMapping[str, Any], command: dict[str, Any],
+                 names: tuple[str, ...]) -> str | None:
+    """The command's name when it is one of ``names``, new (its ``n`` above the last one
+    handled, kept in ``state["handled"]``) and typed on the open visit; None otherwise.
+    Marks it handled either way, so a command is acted on at most once."""
+    if command["n"] <= int(state.get("handled", 0)):
+        return None
+    state["handled"] = command["n"]
+    if command["name"] not in names or command["visit"] != state.get("visit_id"):
+        return None
+    return str(command["name"])

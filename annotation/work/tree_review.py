@@ -299,6 +299,7 @@ class TreeSession(Controller):
     router = ROUTER
     UNIT = "output_id"
     PERSON = "reviewer"
+    NOUN = "tree"
     FIELDS = ("origin", "reason", "box", "note")
 
     def __init__(self, store: Store, reviewer: str, state: MutableMapping[str, Any],
@@ -367,6 +368,20 @@ class TreeSession(Controller):
                      handled=int(self.state.get("handled", 0)),
                      hint=None if complete else "Choose a node and a reason for every "
                      "failure to submit; the automatic localization is shown after that.")
+
+    def command(self, command: dict[str, Any]) -> None:
+        """Act on a command of the answer panel, once: Enter submits a complete tree (else
+        a notice), B goes back."""
+        name = self.take_command(command, ("submit", "back"))
+        if name is None or self.output_id is None:
+            return
+        if name == "back":
+            self.back()
+        elif self.complete():
+            self.submit()
+        else:
+            self.state["notice"] = ("Choose a node and a reason for every failure before you "
+                                    "submit.")
 
     def submit(self) -> None:
         """Submit the tree and open the next one (nothing if it went to someone else)."""

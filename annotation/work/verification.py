@@ -519,6 +519,7 @@ class VerifySession(Controller):
     router = ROUTER
     UNIT = "task_id"
     PERSON = "verifier"
+    NOUN = "task"
 
     def __init__(self, store: Store, verifier: str, state: MutableMapping[str, Any],
                  clock: Callable[[], float] = time.monotonic):
@@ -675,6 +676,27 @@ class VerifySession(Controller):
                      values=verdict_values(item, self.verdicts()), rows=rows,
                      commands=(Command("submit", "Submit task", "Enter", primary=True), back),
                      submit="submit", **common)
+
+    def command(self, command: dict[str, Any],
+                fields: Callable[[], Mapping[tuple[int, str], Any]]) -> None:
+        """Act on a command of the answer panel, once: ``confirm`` records the reading the
+        fields show (``fields()``), ``submit`` does too (not blind: the fields are the
+        reading) then submits, or leaves a notice while a verdict is missing; ``back``;
+        ``reload`` gives up a task that went to someone else."""
+        name = self.take_command(command, ("confirm", "submit", "back", "reload"))
+        if name is None or self.task_id is None:
+            return
+        if name in ("confirm", "submit"):
+            self.confirm_readings(fields())
+        if name == "submit":
+            if self.can_submit():
+                self.submit()
+            elif not self.state.get("notice"):
+                self.state["notice"] = "A verdict is still needed for every conflict type."
+        elif name == "back":
+            self.back()
+        elif name == "reload":
+            self.give_up()
 
     def complete(self) -> bool:
         """Every needed pre-label read and a verdict per conflict type."""

@@ -55,8 +55,6 @@ COMMANDS = (panels.Command("submit", "Submit item", "Enter", primary=True),
             panels.Command("enlarge", "Enlarge", "E"))
 FLAG_REASONS = ("broken_image", "ambiguous_question", "other")
 SAMPLE_MODES = ("all", "uniform", "stratified")
-#: ``expected`` of :func:`give_answer` when the caller does not check for other tabs
-ANY: Any = UNCHECKED
 
 
 # ------------------------------------------------------------------------ settings
@@ -268,7 +266,7 @@ def give_answer(
     note: str | None = None,
     now: datetime | None = None,
     active: tuple[int, float] | None = None,
-    expected: int | None | object = ANY,
+    expected: int | None | object = UNCHECKED,
     slot: bool | None = None,
     delivery: Delivery | None = None,
 ) -> int:
@@ -593,6 +591,22 @@ class AnnotationSession(Controller):
             rows=rows, commands=COMMANDS, submit="submit",
             reviewing=bool(self.state.get("reviewing")),
             handled=int(self.state.get("handled", 0)))
+
+    def command(self, command: dict[str, Any]) -> str | None:
+        """Act on a command of the answer panel, once: Enter submits (on an incomplete item
+        it leaves a notice), B goes back, ``reload`` gives up an item that went to someone
+        else. Returns ``flag`` or ``enlarge``, the commands the page answers with a dialog."""
+        name = self.take_command(command, tuple(c.name for c in COMMANDS) + ("reload",))
+        if name == "submit":
+            unit = self.output_id
+            if not self.submit() and self.output_id == unit:
+                self.state["notice"] = ("This item is not complete yet: "
+                                        f"{len(self.remaining())} answer(s) left.")
+        elif name == "back":
+            self.back()
+        elif name == "reload":
+            self.give_up()
+        return name if name in ("flag", "enlarge") else None
 
     def flag(self, reason: str, note: str | None = None) -> int:
         """F: flag the item (broken image, ambiguous question, other + note)."""

@@ -7,12 +7,15 @@ Importing this module skips the importing test module when ``/usr/bin/chromium``
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -179,3 +182,28 @@ def wait_panel(page: Any, what: str, timeout: float = STEP_TIMEOUT,
                **expected: Any) -> dict[str, Any]:
     """Wait until :func:`panel_shows` (same arguments); its state."""
     return wait_until(page, lambda: panel_shows(page, **expected), what, timeout=timeout)
+
+
+@contextlib.contextmanager
+def serving(db: Path, folder: Path, env: dict[str, str] | None = None) -> Iterator[int]:
+    """``judge-audit serve --db db`` on a free port (its log in ``folder/serve.log``, its
+    own process group, stopped on leaving); yields the port. On an error inside, the end
+    of the server's log is printed."""
+    port = shots.free_port()
+    env = dict(os.environ if env is None else env)
+    env.pop("JUDGE_AUDIT_DB", None)
+    log_path = folder / "serve.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "annotation.cli", "serve", "--db", str(db), "--port",
+             str(port)], env=env, cwd=folder, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        try:
+            shots.wait_healthy(port, timeout=60)
+            yield port
+        except BaseException:
+            log.flush()
+            sys.stderr.write(log_path.read_text()[-4000:])
+            raise
+        finally:
+            stop(server)
