@@ -147,6 +147,7 @@ class Store:
         self.db = sqlite_utils.Database(conn)
         #: set by the app: every transaction then checks the acting session
         self.guard: SessionGuard | None = None
+        self._writer = writer_lock(path)  # the process's writers of this file queue on it
 
     # ----------------------------------------------------------------- opening
     @classmethod
@@ -225,7 +226,7 @@ class Store:
         command line, which has no sign-in: whoever can write the file owns it) nothing
         is checked.
         """
-        lock = writer_lock(self.path)
+        lock = self._writer
         if not lock.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
             raise sqlite3.OperationalError("database is locked")
         try:

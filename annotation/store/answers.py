@@ -215,11 +215,14 @@ def _delivered(conn: sqlite3.Connection, name: str, values: Mapping[str, Any], t
         # the row this press wrote (or found): not the current one, which may be another
         # tab's since; a later press typed over it is then checked against what it saw
         return Written(int(seen[4] or 0), False, None, "duplicate")
-    prefix = delivery.panel + ":"
+    # the panel's own receipts: ids from "<panel>:" up to "<panel>;" (':' + 1), found
+    # through the primary key (so the cost follows one panel's presses, not the question's
+    # whole history; "+kind" keeps SQLite from walking the target index instead)
     latest = conn.execute(
-        "SELECT MAX(seq) FROM answer_receipts WHERE kind = ? AND person = ? AND unit = ?"
-        " AND target = ? AND substr(client_id, 1, ?) = ?",
-        [name, values[k.person], values[k.unit], target, len(prefix), prefix]).fetchone()[0]
+        "SELECT MAX(seq) FROM answer_receipts WHERE client_id >= ? AND client_id < ?"
+        " AND +kind = ? AND person = ? AND unit = ? AND target = ?",
+        [delivery.panel + ":", delivery.panel + ";", name, values[k.person], values[k.unit],
+         target]).fetchone()[0]
     if latest is None or delivery.seq > int(latest):
         return None
     now = current(conn, k, values[k.person], values[k.unit], values)
