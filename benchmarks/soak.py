@@ -178,7 +178,7 @@ async def annotator(browser, port: int, i: int, reader: Reader, end: float,
     page = await context.new_page()
     page.on("response", lambda r: setattr(record, "http_5xx", record.http_5xx + 1)
             if r.status >= 500 else None)
-    await page.goto(f"http://127.0.0.1:{port}/")
+    await page.goto(f"http://127.0.0.1:{port}/", timeout=90_000)
     await page.locator("input[aria-label='Name']").fill(who)
     await page.locator("input[type='password']").fill(f"soak-pass-{i}")
     await page.keyboard.press("Enter")

@@ -33,7 +33,7 @@ from tests.helpers.browser import (  # skips this module without Chromium or Pla
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PANEL = ".ja-panel[data-visit]"
-ACCOUNTS = itertools.count(1)  # pb1 .. pb6 exist in the served project
+ACCOUNTS = itertools.count(1)  # pb1 .. pb8 exist in the served project
 ANSWER = {"y": "yes", "n": "no", "u": "cant_tell"}
 
 
@@ -44,7 +44,7 @@ def served(tmp_path_factory) -> Iterator[dict[str, Any]]:
     subprocess.run([sys.executable, "-m", "annotation.cli", "demo", "--db", str(db),
                     "--quiet"], check=True, cwd=folder)
     with Store.open(db) as store:
-        for i in range(1, 7):
+        for i in range(1, 9):
             auth.add_user(store, f"pb{i}", "annotator", f"panel-pass-{i}", actor="test")
         workflow.set_settings(store, "test", overlap=10)
     with serving(db, folder) as port, sync_api.sync_playwright() as pw:
@@ -202,6 +202,63 @@ def test_a_reload_mid_item_shows_the_same_item_with_the_stored_answers(annotator
         .map(i => { const c = i.querySelector('.ja-chosen'); return c ? c.dataset.value : null; })
         .filter(v => v !== null)""")
     assert sorted(chosen) == sorted(a for _q, a in written)
+
+
+def test_a_key_press_changes_only_what_it_shows(annotator, served):
+    """A key press redraws no rows and no card: the list keeps its elements, and the few
+    nodes made are the new question's text and the status line's (on a loaded machine, every
+    node made is text to shape and lay out before the answer shows)."""
+    context, page, who = annotator
+    page.evaluate("""() => {
+        window.__added = 0;
+        window.__rows = Array.from(document.querySelectorAll('.ja-panel .ja-item'));
+        window.__card = document.querySelector('.ja-panel .ja-card .ja-options');
+        new MutationObserver((records) => { for (const r of records) window.__added +=
+            Array.from(r.addedNodes).reduce((n, e) => n + 1 + (e.querySelectorAll ?
+                e.querySelectorAll('*').length : 0), 0); })
+          .observe(document.querySelector('.ja-panel'), {childList: true, subtree: true});
+    }""")
+    kinds = page.evaluate("() => window.__jaPanel.spec.targets.map(t => t.kind)")
+    assert kinds[:3] == ["q", "q", "q"]
+    presses = min(4, next(i for i, k in enumerate(kinds + ["end"]) if k != "q") - 1)
+    for _ in range(presses):  # the cursor stays on a question (the card keeps its buttons)
+        page.keyboard.press("y")
+    settled(page, served["db"], who, presses)
+    kept = page.evaluate("""() => {
+        const now = Array.from(document.querySelectorAll('.ja-panel .ja-item'));
+        return {rows: now.length === window.__rows.length
+                      && now.every((r, i) => r === window.__rows[i]),
+                card: document.querySelector('.ja-panel .ja-card .ja-options') === window.__card,
+                added: window.__added};
+    }""")
+    assert kept["rows"] and kept["card"], kept
+    # per press: the new question and caption, the texts of the status line, the mark and
+    # the count left (the old panel made about 90)
+    assert kept["added"] <= 8 * presses, kept
+
+
+def test_the_page_around_the_panel_changes_without_animations(annotator, served):
+    """Streamlit fades stale elements and slides its progress bars: each is a run of frames
+    on every item change. Around the panel they change in one step (delays kept)."""
+    context, page, who = annotator
+    for _ in range(40):
+        if panel(page)["ready"] == "1":
+            break
+        page.keyboard.press("7" if panel(page)["currentKind"] == "c" else "y")
+        page.wait_for_timeout(30)
+    visit = panel(page)["visit"]
+    page.keyboard.press("Enter")
+    running = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and panel(page)["visit"] == visit:
+        running += page.evaluate("""() => document.getAnimations()
+            .filter(a => a.effect && a.effect.target && a.effect.target.closest
+                    && a.effect.target.closest('[data-testid=stMain]'))
+            .map(a => [a.transitionProperty || a.animationName, a.effect.getTiming().duration])""")
+        page.wait_for_timeout(20)
+    assert panel(page)["visit"] != visit
+    assert running, "no transition seen: the test saw nothing of the item change"
+    assert all(duration == 0 for _name, duration in running), running
 
 
 def test_payloads_of_the_annotate_page_name_no_judge_generator_or_pass_answer(annotator,

@@ -368,26 +368,32 @@ function makePanel() {
   const keyHint = (k) => (k === "enter" ? "Enter" : k ? k.toUpperCase() : "");
   const same = (a, b) => a !== null && a !== undefined && (a === b || (typeof a === "number" && Number(a) === Number(b)));
 
-  G.optionButton = (i, o, chosen, small) => {
+  /** An option button; `at()` is the target it answers when clicked (read at click time,
+   * so the large card's buttons serve whichever target the cursor is on). */
+  G.optionButton = (at, o, chosen, small) => {
     const b = el("button", "ja-option" + (chosen ? " ja-chosen" : "") + (small ? " ja-small" : ""));
     b.type = "button";
     b.appendChild(el("span", "ja-label", o[1]));
     if (o[2] && !small) b.appendChild(el("kbd", "ja-kbd", keyHint(o[2])));
     b.dataset.value = String(o[0]);
-    b.addEventListener("click", (ev) => { G.answer(i, o[0], ev.timeStamp, "click"); });
+    b.__jaValue = o[0];
+    b.addEventListener("click", (ev) => { G.answer(at(), o[0], ev.timeStamp, "click"); });
     return b;
   };
-  G.statusMark = (i) => {
-    const st = G.status[i];
-    if (st === "pending") return el("span", "ja-mark ja-pending", "saving…");
-    if (st === "refused") return el("span", "ja-mark ja-refused", "not saved");
-    if (st === "saved") return el("span", "ja-mark ja-saved", "✓");
-    return null;
+  const MARKS = { pending: ["ja-mark ja-pending", "saving…"], refused: ["ja-mark ja-refused", "not saved"],
+                  saved: ["ja-mark ja-saved", "✓"] };
+  /** Show target i's delivery state in `mark` (an element kept between renders). */
+  G.setMark = (mark, i) => {
+    const [cls, text] = MARKS[G.status[i]] || ["ja-mark", ""];
+    if (mark.className !== cls) mark.className = cls;
+    if (mark.textContent !== text) mark.textContent = text;
   };
+  /** Set the class `cls` on `e` when `on`, remove it otherwise; touches nothing unchanged. */
+  const toggle = (e, cls, on) => { if (e.classList.contains(cls) !== !!on) e.classList.toggle(cls, !!on); };
 
-  // The panel keeps three slots: the top (status, current target, J / K) and the bottom
-  // (commands) are redrawn on every change; the list of targets is patched row by row, so
-  // a key press redraws two rows and not the whole checklist.
+  // The panel keeps three slots: the top (status, current target, J / K), the list of
+  // targets and the bottom (commands). Every render changes only what shows something new
+  // (a class, a mark's text), so a key press makes no new nodes and no new text to lay out.
   G.slots = null;
   G.ensureSlots = () => {
     const sl = G.slots;
@@ -397,28 +403,44 @@ function makePanel() {
     G.slots = { root: G.root, top, list, bottom, spec: null, rows: [] };
     return G.slots;
   };
-  G.row = (i, gate) => {
+  /** Row i of the list, built for its applicability (`on`); `G.updateRow` shows the rest. */
+  G.row = (i, on) => {
     const t = G.spec.targets[i];
-    const item = el("div", "ja-item" + (i === G.cursor ? " ja-here" : "") + (gate[i] ? "" : " ja-off"));
-    const text = el("div", "ja-item-text", (i === G.cursor ? "▶ " : "") + t.text);
+    const item = el("div", "ja-item" + (on ? "" : " ja-off"));
+    const text = el("div", "ja-item-text", t.text);
     text.addEventListener("click", () => { if (applicable(G.spec.targets, G.values)[i]) { G.cursor = i; G.render(); } });
     item.appendChild(text);
-    if (!gate[i]) { item.appendChild(el("span", "ja-mark", "not applicable")); return item; }
+    const row = { el: item, on, buttons: [], score: null, mark: null };
+    if (!on) { item.appendChild(el("span", "ja-mark", "not applicable")); return row; }
     if (t.kind === "c") {
-      const v = G.values[i];
-      item.appendChild(el("span", "ja-score", v === undefined || v === null ? "–" : String(Number(v))));
+      row.score = el("span", "ja-score", "–");
+      item.appendChild(row.score);
     } else {
       const opts = el("div", "ja-mini");
-      for (const o of t.options) opts.appendChild(G.optionButton(i, o, same(G.values[i], o[0]), true));
+      for (const o of t.options) {
+        const button = G.optionButton(() => i, o, false, true);
+        row.buttons.push([button, o[0]]);
+        opts.appendChild(button);
+      }
       item.appendChild(opts);
     }
-    const mark = G.statusMark(i);
-    if (mark) item.appendChild(mark);
-    return item;
+    row.mark = el("span", "ja-mark");
+    item.appendChild(row.mark);
+    return row;
+  };
+  G.updateRow = (row, i) => {
+    toggle(row.el, "ja-here", i === G.cursor);
+    if (!row.on) return;
+    const v = G.values[i];
+    if (row.score) {
+      const text = v === undefined || v === null ? "–" : String(Number(v));
+      if (row.score.textContent !== text) row.score.textContent = text;
+    }
+    for (const [button, value] of row.buttons) toggle(button, "ja-chosen", same(v, value));
+    G.setMark(row.mark, i);
   };
   G.drawList = (gate) => {
     const sl = G.slots, s = G.spec;
-    const sig = (i) => JSON.stringify([i === G.cursor, gate[i], G.values[i] === undefined ? null : G.values[i], G.status[i] || null]);
     if (sl.spec !== s) {   // new data: the whole list
       const children = [];
       sl.rows = [];
@@ -430,22 +452,44 @@ function makePanel() {
           if (i === 0) children.push(el("div", "ja-group", t.kind === "v" ? "Verdicts" : "Checklist"));
           if (t.heading) children.push(el("div", "ja-subgroup", t.heading));
         }
-        const row = G.row(i, gate);
-        sl.rows.push({ sig: sig(i), el: row });
-        children.push(row);
+        const row = G.row(i, gate[i]);
+        sl.rows.push(row);
+        children.push(row.el);
       });
       sl.list.replaceChildren(...children);
       sl.spec = s;
-      return;
     }
-    s.targets.forEach((t, i) => {   // the same data: only the rows that changed
-      const now = sig(i);
-      if (sl.rows[i].sig === now) return;
-      const row = G.row(i, gate);
-      sl.rows[i].el.replaceWith(row);
-      sl.rows[i] = { sig: now, el: row };
+    s.targets.forEach((t, i) => {
+      let row = sl.rows[i];
+      if (row.on !== gate[i]) {   // applicability changed (a parent answered no): a new row
+        const fresh = G.row(i, gate[i]);
+        row.el.replaceWith(fresh.el);
+        sl.rows[i] = row = fresh;
+      }
+      G.updateRow(row, i);
     });
   };
+
+  /** Keep `parent`'s children as `parts` ([key, signature, build] in order): a part whose
+   * key and signature did not change keeps its element, so a key press creates only the
+   * nodes that show something new (no new text to shape, no layout of unchanged rows). */
+  const patch = (parent, parts) => {
+    const old = parent.__jaParts || new Map();
+    const next = new Map();
+    const els = parts.map(([key, sig, build]) => {
+      const had = old.get(key);
+      const e = had && had.sig === sig ? had.el : build();
+      next.set(key, { sig, el: e });
+      return e;
+    });
+    parent.__jaParts = next;
+    // remove what goes first, so that the parts kept are never moved (a moved node is laid
+    // out again from scratch)
+    const keep = new Set(els);
+    for (const c of Array.from(parent.childNodes)) if (!keep.has(c)) parent.removeChild(c);
+    els.forEach((e, k) => { if (parent.childNodes[k] !== e) parent.insertBefore(e, parent.childNodes[k] || null); });
+  };
+  G.patch = patch;
 
   G.render = () => {
     const root = G.root;
@@ -459,80 +503,106 @@ function makePanel() {
     const mine = G.outbox.filter((e) => e.visit === G.visit || (G.item && e.item === G.item)).length;
     const elsewhere = G.outbox.length - mine;
     const current = s.targets[G.cursor];
-    root.dataset.visit = String(G.visit);
-    root.dataset.pending = String(G.outbox.length);
-    root.dataset.connection = G.connection;
-    root.dataset.currentKind = current && gate[G.cursor] ? current.kind : "";
-    root.dataset.cursor = String(G.cursor);
-    root.dataset.ready = G.ready() ? "1" : "0";
-    root.dataset.command = G.command ? G.command.name : "";
+    const ready = G.ready();
+    const data = root.dataset;
+    const set = (k, v) => { if (data[k] !== v) data[k] = v; };
+    set("visit", String(G.visit));
+    set("pending", String(G.outbox.length));
+    set("connection", G.connection);
+    set("currentKind", current && gate[G.cursor] ? current.kind : "");
+    set("cursor", String(G.cursor));
+    set("ready", ready ? "1" : "0");
+    set("command", G.command ? G.command.name : "");
 
     // status line: saved / saving / not connected (none on a panel without answers)
-    let line;
-    if (G.connection === "signed_out") line = el("div", "ja-status ja-bad", `Signed out: ${G.outbox.length} answer(s) wait in this browser. Sign in again (in this browser) and they are sent.`);
-    else if (G.connection === "server_error" && G.outbox.length) line = el("div", "ja-status ja-bad", `The server had an error: ${G.outbox.length} answer(s) wait in this browser and are sent again automatically. Keep this tab open.`);
-    else if (G.connection !== "ok" && G.outbox.length) line = el("div", "ja-status ja-bad", `Server not reachable: ${G.outbox.length} answer(s) wait in this browser and are sent again automatically. Keep this tab open.`);
-    else if (G.outbox.length) line = el("div", "ja-status ja-busy", `Saving ${G.outbox.length} answer(s)…`);
-    else line = el("div", "ja-status ja-ok", "All answers saved");
-    if (elsewhere && G.connection === "ok") line.textContent += ` (${elsewhere} from an earlier page)`;
-    if (s.targets.length || G.outbox.length) top.push(line);
-    if (G.notice) top.push(el("div", "ja-notice", G.notice));
-    if (s.reviewing) top.push(el("div", "ja-review", "Reviewing an item you already submitted: changes are kept as history."));
+    let cls, text;
+    if (G.connection === "signed_out") [cls, text] = ["ja-bad", `Signed out: ${G.outbox.length} answer(s) wait in this browser. Sign in again (in this browser) and they are sent.`];
+    else if (G.connection === "server_error" && G.outbox.length) [cls, text] = ["ja-bad", `The server had an error: ${G.outbox.length} answer(s) wait in this browser and are sent again automatically. Keep this tab open.`];
+    else if (G.connection !== "ok" && G.outbox.length) [cls, text] = ["ja-bad", `Server not reachable: ${G.outbox.length} answer(s) wait in this browser and are sent again automatically. Keep this tab open.`];
+    else if (G.outbox.length) [cls, text] = ["ja-busy", `Saving ${G.outbox.length} answer(s)…`];
+    else [cls, text] = ["ja-ok", "All answers saved"];
+    if (elsewhere && G.connection === "ok") text += ` (${elsewhere} from an earlier page)`;
+    if (s.targets.length || G.outbox.length) top.push(["status", "", () => el("div", "ja-status")]);
+    if (G.notice) top.push(["notice", G.notice, () => el("div", "ja-notice", G.notice)]);
+    if (s.reviewing) top.push(["review", "", () => el("div", "ja-review", "Reviewing an item you already submitted: changes are kept as history.")]);
 
     // the current target, large
     if (current) {
-      const card = el("div", "ja-card");
-      if (current.heading) card.appendChild(el("div", "ja-caption", current.heading));
-      if (current.caption) card.appendChild(el("div", "ja-caption", current.caption));
-      card.appendChild(el("div", "ja-question", current.text));
-      if (!gate[G.cursor]) card.appendChild(el("div", "ja-caption", "Not applicable: a question it depends on was answered no."));
-      const row = el("div", current.options.length > 3 ? "ja-options ja-grid" : "ja-options");
-      for (const o of current.options) row.appendChild(G.optionButton(G.cursor, o, same(G.values[G.cursor], o[0])));
-      card.appendChild(row);
-      const mark = G.statusMark(G.cursor);
-      if (mark) card.appendChild(mark);
-      if (current.rubric) {
-        const rub = el("details", "ja-rubric"); rub.open = true;
-        rub.appendChild(el("summary", null, "Rubric"));
-        rub.appendChild(emphasized("div", "ja-rubric-text", current.rubric));
-        card.appendChild(rub);
-      }
-      top.push(card);
-      const nav = el("div", "ja-nav");
-      for (const [label, key, delta] of [["Previous", "k", -1], ["Next", "j", 1]]) {
-        const b = el("button", "ja-option"); b.type = "button";
-        b.appendChild(el("span", "ja-label", label)); b.appendChild(el("kbd", "ja-kbd", key.toUpperCase()));
-        b.addEventListener("click", () => { G.cursor = moveCursor(s.targets, G.values, G.cursor, delta); G.render(); });
-        nav.appendChild(b);
-      }
-      top.push(nav);
+      top.push(["card", "", () => el("div", "ja-card")]);
+      top.push(["nav", "", () => {
+        const nav = el("div", "ja-nav");
+        for (const [label, key, delta] of [["Previous", "k", -1], ["Next", "j", 1]]) {
+          const b = el("button", "ja-option"); b.type = "button";
+          b.appendChild(el("span", "ja-label", label)); b.appendChild(el("kbd", "ja-kbd", key.toUpperCase()));
+          b.addEventListener("click", () => { G.cursor = moveCursor(G.spec.targets, G.values, G.cursor, delta); G.render(); });
+          nav.appendChild(b);
+        }
+        return nav;
+      }]);
     }
+    patch(sl.top, top);
+    const status = sl.top.__jaParts.get("status");
+    if (status) {
+      if (status.el.className !== "ja-status " + cls) status.el.className = "ja-status " + cls;
+      if (status.el.textContent !== text) status.el.textContent = text;
+    }
+    if (current) G.drawCard(sl.top.__jaParts.get("card").el, current, gate);
 
     // every target, grouped
     G.drawList(gate);
 
     // commands
-    const actions = el("div", "ja-actions");
-    const ready = G.ready();
-    for (const [name, label, key, primary] of s.commands) {
-      const b = el("button", "ja-option" + (primary ? " ja-primary" : ""));
-      b.type = "button";
-      const waiting = G.command && G.command.name === name;
-      b.appendChild(el("span", "ja-label", waiting ? `${label}…` : label));
-      if (key) b.appendChild(el("kbd", "ja-kbd", keyHint(key)));
-      b.dataset.command = name;
-      if ((name === s.submit && !ready) || (G.command && !waiting)) b.disabled = true;
-      b.addEventListener("click", () => { if (name === s.submit) G.submit(); else G.requestCommand(name); });
-      actions.appendChild(b);
+    bottom.push(["actions", JSON.stringify([s.commands, s.submit, ready, G.command ? G.command.name : null]), () => {
+      const actions = el("div", "ja-actions");
+      for (const [name, label, key, primary] of s.commands) {
+        const b = el("button", "ja-option" + (primary ? " ja-primary" : ""));
+        b.type = "button";
+        const waiting = G.command && G.command.name === name;
+        b.appendChild(el("span", "ja-label", waiting ? `${label}…` : label));
+        if (key) b.appendChild(el("kbd", "ja-kbd", keyHint(key)));
+        b.dataset.command = name;
+        if ((name === s.submit && !ready) || (G.command && !waiting)) b.disabled = true;
+        b.addEventListener("click", () => { if (name === s.submit) G.submit(); else G.requestCommand(name); });
+        actions.appendChild(b);
+      }
+      return actions;
+    }]);
+    let caption = null;
+    if (G.command) caption = ["ja-caption", G.outbox.length ? `Waiting for ${G.outbox.length} answer(s) to be saved first…` : "Working…"];
+    else if (s.submit && !ready && s.targets.length) caption = ["ja-caption" + (performance.now() < G.hintUntil ? " ja-flash" : ""), `${open.length} answer(s) left before you can submit.`];
+    else if (s.hint) caption = ["ja-caption", s.hint];
+    if (caption) bottom.push(["caption", "", () => el("div")]);
+    patch(sl.bottom, bottom);
+    if (caption) {
+      const line = sl.bottom.__jaParts.get("caption").el;
+      if (line.className !== caption[0]) line.className = caption[0];
+      if (line.textContent !== caption[1]) line.textContent = caption[1];
     }
-    bottom.push(actions);
-    if (G.command) bottom.push(el("div", "ja-caption", G.outbox.length ? `Waiting for ${G.outbox.length} answer(s) to be saved first…` : "Working…"));
-    else if (s.submit && !ready && s.targets.length) {
-      const left = el("div", "ja-caption" + (performance.now() < G.hintUntil ? " ja-flash" : ""), `${open.length} answer(s) left before you can submit.`);
-      bottom.push(left);
-    } else if (s.hint) bottom.push(el("div", "ja-caption", s.hint));
-    sl.top.replaceChildren(...top);
-    sl.bottom.replaceChildren(...bottom);
+  };
+
+  /** The current target, large: rebuilt part by part, only what changed. */
+  G.drawCard = (card, current, gate) => {
+    const i = G.cursor;
+    const parts = [];
+    if (current.heading) parts.push(["heading", current.heading, () => el("div", "ja-caption", current.heading)]);
+    if (current.caption) parts.push(["caption", current.caption, () => el("div", "ja-caption", current.caption)]);
+    parts.push(["question", current.text, () => el("div", "ja-question", current.text)]);
+    if (!gate[i]) parts.push(["off", "", () => el("div", "ja-caption", "Not applicable: a question it depends on was answered no.")]);
+    parts.push(["options", JSON.stringify(current.options), () => {
+      const row = el("div", current.options.length > 3 ? "ja-options ja-grid" : "ja-options");
+      for (const o of current.options) row.appendChild(G.optionButton(() => G.cursor, o, false));
+      return row;
+    }]);
+    parts.push(["mark", "", () => el("span", "ja-mark")]);
+    if (current.rubric) parts.push(["rubric:" + i, current.rubric, () => {   // keeps open / closed while on this target
+      const rub = el("details", "ja-rubric"); rub.open = true;
+      rub.appendChild(el("summary", null, "Rubric"));
+      rub.appendChild(emphasized("div", "ja-rubric-text", current.rubric));
+      return rub;
+    }]);
+    patch(card, parts);
+    for (const b of card.__jaParts.get("options").el.children) toggle(b, "ja-chosen", same(G.values[i], b.__jaValue));
+    G.setMark(card.__jaParts.get("mark").el, i);
   };
   return G;
 }
