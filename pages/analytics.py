@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotation.results import analytics, judge_bias
+from annotation.results import analytics, judge_bias, tiif
 from annotation.results import figures as report_figures
 from annotation.results.ratings import AVERAGE
 from annotation.results.report import ReportOptions, build_report
@@ -35,7 +35,8 @@ def study_of(db: str, stamp: tuple[int, ...], _store: Store) -> StudyData:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def report_of(db: str, stamp: tuple[int, ...], n_boot: int, seed: int, by: str | None,
+def report_of(db: str, stamp: tuple[int, ...], n_boot: int, seed: int,
+              by: str | tuple[str, ...] | None,
               unanswered: str, _study: StudyData) -> dict[str, pd.DataFrame]:
     """Every report table, recomputed when the data (``stamp``) or an option changes."""
     return build_report(_study, ReportOptions(n_boot=n_boot, seed=seed, by=by,
@@ -98,10 +99,11 @@ n_boot = controls[0].number_input("Bootstrap resamples", 10, 100_000, step=100, 
                                        "paired comparisons")
 seed = controls[1].number_input("Seed", 0, 2**31 - 1, key="an_seed",
                                 help="Same seed, same numbers")
-by = controls[2].selectbox("Group by", [None, *analytics.group_options(study)], key="an_by",
-                           format_func=lambda c: "none" if c is None else c,
-                           help="Extra rows per group beside 'all' (ratings, checklist, "
-                                "reliability)")
+keys = controls[2].multiselect("Group by", analytics.group_options(study), key="an_by",
+                              placeholder="none",
+                              help="Extra rows per group beside 'all' (ratings, checklist, "
+                                   "reliability); several keys: their combinations")
+by = keys[0] if len(keys) == 1 else (tuple(keys) or None)
 unanswered = controls[3].selectbox(
     "Unanswered checklist questions", ["omit", "fail"], key="an_unanswered",
     format_func={"omit": "left out (counted)", "fail": "failed (DSG's 0)"}.get,
@@ -195,9 +197,29 @@ with tab_ratings:
         chart(heatmap, "heatmap")
         with st.expander("All rows of ratings.csv"):
             show(ratings, "ratings", "ratings")
+        st.subheader("Mean scores per generator and group", anchor=False)
+        st.caption("Each judge's and the humans' mean score (Student's 95% interval), per "
+                   "generator and 'Group by' group (VIF-Bench App. F.1-F.2)")
+        show(tables["group_scores"], "group_scores", "group_scores")
+        if not tables["vif_conflicts"].empty:
+            st.subheader("Conflict vs no conflict (VIF-Bench Fig. 6 left)", anchor=False)
+            st.caption("Mean score on tasks with a conflict and on tasks with that instruction "
+                       "but none; difference with Welch's 95% interval. Verified labels where "
+                       "verifiers decided, else the published ones (the labels_* columns "
+                       "count which).")
+            show(tables["vif_conflicts"], "vif_conflicts", "vif_conflicts")
 
 # ------------------------------------------------------------------------- checklist
 with tab_checklist:
+    if not tables["tiif_table"].empty:
+        st.subheader("TIIF-Bench Table 2", anchor=False)
+        st.caption("Mean image score (share of questions answered as expected, x 100) per "
+                   "scorer and generator; short and long prompts")
+        show(tables["tiif_table"], "tiif_table", "tiif_table",
+             display=tiif.tiif_wide(tables["tiif_table"]))
+        st.caption("Short vs long, paired by prompt (Student's 95% interval of the mean "
+                   "difference)")
+        show(tables["tiif_pairs"], "tiif_pairs", "tiif_pairs")
     if checklist.empty:
         st.info("No checklist answered by both judges and humans.")
     else:

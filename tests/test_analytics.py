@@ -253,4 +253,8 @@ def test_data_stamp_changes_with_an_answer(tmp_path, make_demo_db):
         assert analytics.data_stamp(store) != before
         study = load_study(store)
     assert analytics.group_options(study)[0] == "generator"
-    assert all(c.startswith("meta.") for c in analytics.group_options(study)[1:])
+    options = analytics.group_options(study)[1:]
+    assert all(c.startswith(("meta.", "task.", "conflict.")) for c in options)
+    assert {"meta.conflicts.orientation_conflict", "task.n_references", "task.vi_type",
+            "conflict.any"} <= set(options)
+    assert not any(c.endswith(".source") for c in options)

@@ -287,3 +287,33 @@ def test_html_in_text_fields_is_stored_verbatim(store, example_bundle):
     write_bundle(store.read_project(), out)
     assert json.loads((out / "tasks.jsonl").read_text().splitlines()[0])["instruction"] == \
         payload  # exported verbatim, not escaped or rendered
+
+
+def test_a_metric_judge_without_a_scale_keeps_its_own_units(tmp_path, example_bundle):
+    """A ``kind: "metric"`` judge that declares no scale (a converter of CLIPScore results
+    rarely knows one): its 0.31 is stored as it is, not refused as off the criterion's
+    1..10 (issue #15, item 11); the statistics then treat it as on its own scale."""
+    from annotation.results.ratings import OWN_UNITS, own_scale
+    from annotation.results.study import load_study
+
+    doc = json.loads((example_bundle / "bundle.json").read_text())
+    doc["judges"] = [j if j["name"] != "clipscore" else {"name": "clipscore", "kind": "metric"}
+                     for j in doc["judges"]]
+    (example_bundle / "bundle.json").write_text(json.dumps(doc))
+    with Store.open(tmp_path / "m.db") as store:
+        import_path(store, example_bundle, user="test")
+        stored = store.conn.execute("SELECT score FROM judgments WHERE judge = 'clipscore'"
+                                    ).fetchall()
+        study = load_study(store)
+    assert stored == [(0.31,)]
+    assert own_scale(study, "clipscore", "visual_quality") == OWN_UNITS
+    assert own_scale(study, "gpt-5", "visual_quality") is None
+
+
+def test_a_vlm_score_off_the_scale_says_how_to_fix_it(tmp_path, example_bundle):
+    edit_jsonl("judgments.jsonl", 4, set_field(["score"], 11))(example_bundle)
+    with Store.open(tmp_path / "v.db") as store, pytest.raises(ImportRefused) as refused:
+        import_path(store, example_bundle, user="test")
+    text = str(refused.value)
+    assert "judgments.jsonl:4: score: 11 is outside the scale 1..10" in text
+    assert "judges[].scale" in text and '"metric"' in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import asdict
 from pathlib import Path
@@ -399,10 +400,45 @@ def test_the_reader_itself_refuses_criterion_names_and_unparsed_values(example_b
     with pytest.raises(ImportRefused) as caught:
         read_bundle_dir(example_bundle)
     assert [str(p) for p in caught.value.problems] == [
-        "bundle.json: criteria[0].name: use lowercase letters a-z, digits and '_' only "
-        "([a-z0-9_]+): 'Visual_Quality'",
         "judgments.jsonl:1: parse_status: 'unparsed' means the judge's text could not be "
-        "read: 'answer' must then be null"]
+        "read: 'answer' must then be null"]  # the criterion's case is no longer an error
+
+
+def test_a_criterion_spelled_with_capitals_is_stored_lowercase_with_a_warning(tmp_path,
+                                                                              example_bundle):
+    """Issue #15, item 11: ``Visual Quality`` (a converter's spelling) is read as
+    ``visual_quality`` everywhere in the bundle, its label kept, and the import says so;
+    a name with no letter or digit is still refused, with how to fix it."""
+    from annotation.formats.bundle import criterion_key, read_bundle_dir
+    from annotation.formats.importers import import_path
+
+    assert criterion_key(" Visual Quality ") == "visual_quality"
+    assert criterion_key("Text-Instruction/Following") == "text_instruction_following"
+    doc = json.loads((example_bundle / "bundle.json").read_text())
+    doc["criteria"][0]["name"] = "Visual Quality"
+    del doc["criteria"][0]["label"]
+    (example_bundle / "bundle.json").write_text(json.dumps(doc))
+    for name in ("judgments.jsonl", "annotations.jsonl"):
+        path = example_bundle / name
+        path.write_text(path.read_text().replace('"visual_quality"', '"VISUAL_QUALITY"'))
+    project = read_bundle_dir(example_bundle)
+    assert [c.name for c in project.criteria] == ["visual_quality"]
+    assert project.criteria[0].label == "Visual Quality"
+    warnings = [str(w) for w in project.warnings]
+    assert any("'Visual Quality' stored as 'visual_quality'" in w for w in warnings)
+    assert sum("'VISUAL_QUALITY' read as 'visual_quality'" in w for w in warnings) == 1
+    with Store.open(tmp_path / "c.db") as store:
+        import_path(store, example_bundle, user="test")
+        assert {r[0] for r in store.conn.execute(
+            "SELECT criterion FROM judgments WHERE criterion IS NOT NULL")} == {"visual_quality"}
+        assert store.conn.execute("SELECT count(*) FROM annotations WHERE criterion ="
+                                  " 'visual_quality'").fetchone()[0] >= 1
+    doc["criteria"][0]["name"] = "***"
+    (example_bundle / "bundle.json").write_text(json.dumps(doc))
+    with pytest.raises(ImportRefused) as caught:
+        read_bundle_dir(example_bundle)
+    assert "criteria[0].name: '***' has no letter or digit: name the criterion" in str(
+        caught.value)
 
 
 def test_a_zip_member_the_file_system_cannot_take_is_refused(tmp_path, example_bundle):

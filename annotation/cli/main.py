@@ -141,7 +141,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not Path(args.db).exists():
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
-    options = ReportOptions(n_boot=args.bootstrap, seed=args.seed, by=args.by,
+    by = tuple(args.by or ())
+    options = ReportOptions(n_boot=args.bootstrap, seed=args.seed,
+                            by=by[0] if len(by) == 1 else (by or None),
                             epsilon=args.epsilon, pair=tuple(args.pair or ()),
                             unanswered=args.unanswered)
     bar = None
@@ -362,7 +364,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="bootstrap resamples for the intervals (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="same seed, same numbers")
-    p.add_argument("--by", help="also per group: generator, task_id or meta.<key>")
+    p.add_argument("--by", action="append", metavar="KEY",
+                   help="also per group: generator, task_id, meta.<path> (nested meta by dots), "
+                        "task.n_references, task.n_visual_instructions, task.vi_type or "
+                        "conflict.<orientation|light|wind|pose|any>; repeat for the "
+                        "combinations of several keys")
     p.add_argument("--pair", action="append", metavar="checklist:CRITERION",
                    help="also pair each judge's checklist pass rate with the human ratings of "
                         "CRITERION (TIFA/DSG style); repeatable")

@@ -109,6 +109,8 @@ class _Reader(Problems):
         # the line being read is longer than MAX_TEXT: only then can a string inside a meta
         # object be too long, so only then are meta objects walked (set by the readers)
         self.long_line = False
+        # criterion spellings read as another stored name (criterion_key), each warned once
+        self.renamed: dict[str, str] = {}
 
     def add(self, file: str, line: int | None, field: str | None, message: str) -> None:
         """Record one error; stop reading at the limit."""
@@ -391,14 +393,42 @@ def _read_header(root: Path, rd: _Reader, project: ProjectData) -> None:
                 getattr(project, key).append(record)
 
 
+def criterion_key(name: str) -> str:
+    """The stored name of a criterion spelled ``name``: lowercase, every run of other
+    characters than a-z and 0-9 one ``_`` (``"Visual Quality"`` -> ``visual_quality``); the
+    same rule for the criterion's declaration and every judgment and annotation naming it."""
+    return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
+
+
+def _criterion_ref(rd: _Reader, crit: str, where: tuple[str, int | None]) -> str:
+    """A judgment's or annotation's ``criterion``, spelled as its declaration may be."""
+    if CRITERION_NAME.fullmatch(crit):
+        return crit
+    key = criterion_key(crit)
+    if crit not in rd.renamed:
+        rd.renamed[crit] = key
+        rd.warn(where[0], where[1], "criterion",
+                f"criterion {crit!r} read as {key!r} (stored names are lowercase; this "
+                "spelling is accepted everywhere in the bundle)")
+    return key
+
+
 def _criterion(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str
                ) -> Criterion | None:
     rd.keys(obj, CRITERION_KEYS, where, prefix)
     name = rd.text(obj, "name", where, prefix)
-    if name is not None and not CRITERION_NAME.fullmatch(name):
-        rd.add(*where, prefix + "name",
-               f"use lowercase letters a-z, digits and '_' only ([a-z0-9_]+): {name!r}")
     label = rd.text(obj, "label", where, prefix, required=False) or name
+    if name is not None and not CRITERION_NAME.fullmatch(name):
+        key = criterion_key(name)
+        if not key:
+            rd.add(*where, prefix + "name", f"{name!r} has no letter or digit: name the "
+                   "criterion with letters a-z, digits and '_' (e.g. visual_quality)")
+        else:
+            rd.warn(where[0], where[1], prefix + "name",
+                    f"criterion {name!r} stored as {key!r} (its label stays {label!r}); "
+                    "judgments and annotations may use either spelling")
+            rd.renamed[name] = key
+            name = key
     lo = rd.number(obj, "min", where, prefix)
     hi = rd.number(obj, "max", where, prefix)
     step = rd.number(obj, "step", where, prefix, required=False) if "step" in obj else 1.0
@@ -677,6 +707,7 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
             if type(crit) is not str:
                 rd.add(*where, "criterion", f"must be a string, not {_type(crit)}")
                 continue
+            crit = _criterion_ref(rd, crit, where)
             if answer is not None:
                 rd.add(*where, "answer", "a criterion is scored with 'score', not 'answer'")
                 continue
@@ -703,6 +734,8 @@ def _read_annotations(root: Path, rd: _Reader, project: ProjectData) -> None:
         output_id = rd.text(obj, "output_id", where)
         qid = rd.text(obj, "question_id", where, required=False)
         crit = rd.text(obj, "criterion", where, required=False)
+        if crit is not None:
+            crit = _criterion_ref(rd, crit, where)
         note = rd.text(obj, "note", where, required=False, nonempty=False)
         answer = score = None
         if (qid is None) == (crit is None):

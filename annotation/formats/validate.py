@@ -413,14 +413,21 @@ def _check_judgments(ck: _Check, judgments: list[Judgment], targets: _Targets,
                 crit = targets.criteria.get(j.criterion)
                 if judge is not None and judge.get("scale_min") is not None:
                     scale = (judge["scale_min"], judge["scale_max"], None)
+                    fix = "the judge's declared scale"
+                elif judge is not None and judge.get("kind") == "metric":
+                    scale = None  # a metric without a scale keeps its own units
                 elif crit is not None:
                     scale = (crit["min"], crit["max"], None)
+                    fix = (f"criterion {j.criterion!r}'s scale; if this judge scores on "
+                           "another scale, declare it in bundle.json (judges[].scale: "
+                           "[min, max]), or give an automatic metric kind \"metric\" (its "
+                           "own units)")
                 else:
                     scale = None
                 if scale is not None:
                     msg = _on_scale(float(j.score), *scale)
                     if msg:
-                        pr.at(j.origin, "score", msg)
+                        pr.at(j.origin, "score", f"{msg} ({fix})")
         old = old_judgments.get(key)
         if old is not None:
             diff = _first_difference(_judgment_row(j), old)

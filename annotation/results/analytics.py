@@ -362,8 +362,12 @@ def data_stamp(store: Store) -> tuple[int, ...]:
 
 
 def group_options(study: StudyData) -> list[str]:
-    """Columns of the outputs a report can be grouped by: ``generator``, ``meta.<key>``."""
-    return [c for c in study.outputs.columns if c == "generator" or c.startswith("meta.")]
+    """Columns of the outputs a report can be grouped by: ``generator``, ``meta.<path>``,
+    ``task.<feature>``, ``conflict.<type>`` (:mod:`annotation.results.features`), those
+    with a value somewhere."""
+    return [c for c in study.outputs.columns
+            if (c == "generator" or c.startswith(("meta.", "task.", "conflict.")))
+            and not c.endswith(".source") and study.outputs[c].notna().any()]
 
 
 def csv_bytes(table: pd.DataFrame) -> bytes:

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.results.decisions import Unanswered, human_decisions, judge_decisions
-from annotation.results.study import StudyData, output_groups
+from annotation.results.study import GroupBy, StudyData, group_values, output_groups
 from annotation.stats.clustered import clustered_agreement, clustered_mcnemar
 from annotation.stats.comparison import adjust_pvalues
 
@@ -169,7 +169,7 @@ def _row(judge: str, group: str, reference: str, judged: pd.Series, ref: pd.Seri
     return row
 
 
-def checklist_table(study: StudyData, *, by: str | None = None, per_annotator: bool = True,
+def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool = True,
                     n_boot: int = 1000, seed: int = 0, unanswered: Unanswered = "omit",
                     decided: StudyDecisions | None = None) -> pd.DataFrame:
     """The ``checklist.csv`` table (see the module docstring)."""
@@ -254,7 +254,7 @@ LENIENCY_COLUMNS = ["judge", "reference", "facet", "value", "n_items", "n_decisi
                     "prevalence_yes", "judge_yes_rate", "leniency", "strictness"]
 
 
-def leniency_table(study: StudyData, *, by: str | None = None, unanswered: Unanswered = "omit",
+def leniency_table(study: StudyData, *, by: GroupBy = None, unanswered: Unanswered = "omit",
                    decided: StudyDecisions | None = None) -> pd.DataFrame:
     """``leniency.csv``: where a judge says yes and the humans say no.
 
@@ -275,16 +275,17 @@ def leniency_table(study: StudyData, *, by: str | None = None, unanswered: Unans
         facets[column] = q[column].astype(object).where(q[column].notna(), None)
     joined = d.judges[d.judges.answer.isin(("yes", "no"))].join(
         d.majority.answer.rename("human"), on="key", how="inner")
-    if by is not None and by in study.outputs.columns:
-        groups = study.outputs.set_index("output_id")[by]
-        facet_by = joined.output_id.map(groups)
+    by_groups = group_values(study, by)  # facet: the key(s), value: the group's value(s)
     rows = []
     for judge, mine in joined.groupby("judge", sort=True):
         views: list[tuple[str, pd.Series]] = [
             ("all", pd.Series("all", index=mine.index))]
         views += [(name, mine.question_id.map(values)) for name, values in facets.items()]
-        if by is not None and by in study.outputs.columns:
-            views.append((by, facet_by.loc[mine.index]))
+        for keys, values, members in by_groups:
+            inside = mine.output_id.isin(members)
+            views.append((" & ".join(keys), pd.Series(
+                [values[0] if len(values) == 1 else " & ".join(map(str, values))
+                 if x else None for x in inside], index=mine.index, dtype=object)))
         for facet, labels in views:
             for value, part in mine.groupby(labels.to_numpy(), sort=True, dropna=True):
                 jy, hy = part.answer == "yes", part.human == "yes"

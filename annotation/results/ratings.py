@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.results.decisions import Unanswered, judge_decisions
-from annotation.results.study import StudyData, output_groups
+from annotation.results.study import GroupBy, StudyData, output_groups
 from annotation.stats.correlation import correlations, fisher_z_pool, reported_plcc_interval
 
 HUMAN_LOO = "human (leave-one-out)"
@@ -114,12 +114,24 @@ def judge_scale(study: StudyData, judge: str) -> tuple[float, float] | None:
     return float(row["scale_min"].iloc[0]), float(row["scale_max"].iloc[0])
 
 
+#: :func:`own_scale` of a metric judge that declared no scale: its scores keep their own units
+OWN_UNITS = "own units"
+
+
 def own_scale(study: StudyData, judge: str, criterion: str) -> str | None:
     """``"lo-hi"`` when the judge scores ``criterion`` on a scale other than the humans'
-    (declared, and not equal to the criterion's min-max), else None. The one rule for
-    "no MAE, bias, limits of agreement or RMSE against the humans"."""
+    (declared, and not equal to the criterion's min-max), :data:`OWN_UNITS` for a
+    ``kind: "metric"`` judge without a declared scale (CLIPScore, a reward model: its units
+    are its own), else None. The one rule for "no MAE, bias, limits of agreement or RMSE
+    against the humans"."""
     scale = judge_scale(study, judge)
-    if scale is None or scale == criterion_scale(study, criterion):
+    if scale is None:
+        judges = study.judges
+        if "kind" in judges.columns and (judges.loc[judges.name == judge, "kind"]
+                                         == "metric").any():
+            return OWN_UNITS
+        return None
+    if scale == criterion_scale(study, criterion):
         return None
     return f"{scale[0]:g}-{scale[1]:g}"
 
@@ -175,7 +187,7 @@ def _judge_order(names: list[str]) -> list[str]:
 
 
 def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
-                  by: str | None = None,
+                  by: GroupBy = None,
                   progress: Callable[[int], object] | None = None) -> pd.DataFrame:
     """The ``ratings.csv`` table (see the module docstring). ``by``: a column of
     ``study.outputs`` (``generator``, ``meta.<key>``) giving extra per-group rows beside

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from annotation.results.study import StudyData, output_groups
+from annotation.results.study import GroupBy, StudyData, output_groups
 from annotation.stats.reliability import LEVELS, alpha_table, is_missing_value
 
 CHECKLIST = "checklist (yes/no)"
@@ -118,7 +118,7 @@ def _criterion_source(criterion: str, data: pd.DataFrame,
 
 
 def reliability_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
-                      by: str | None = None) -> pd.DataFrame:
+                      by: GroupBy = None) -> pd.DataFrame:
     """The ``reliability.csv`` table (see the module docstring).
 
     Groups (``by``) with fewer than two annotators get no row.

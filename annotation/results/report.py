@@ -22,7 +22,12 @@ is documented in ``docs/report.md``):
 * ``bland_altman.csv`` (:mod:`annotation.results.judge_bias`): limits of agreement of each judge
   with the human mean on the humans' scale;
 * ``annotators.csv`` (:mod:`annotation.results.annotators`): one row per annotator, to find the
-  annotator a study should not trust.
+  annotator a study should not trust;
+* ``group_scores.csv`` and ``vif_conflicts.csv`` (:mod:`annotation.results.groups`): mean
+  scores of each judge and of the humans per generator and group, and VIF-Bench's
+  conflict vs no-conflict comparison; ``tiif_table.csv`` and ``tiif_pairs.csv``
+  (:mod:`annotation.results.tiif`): TIIF-Bench's Table 2 per judge and for the humans, and
+  the paired short vs long prompts.
 
 Same seed, same numbers: every bootstrap is seeded from ``seed``.
 """
@@ -39,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from annotation.results import tiif
 from annotation.results.alt_tests import run_alt_tests
 from annotation.results.annotators import annotators_table
 from annotation.results.checklist import (
@@ -51,6 +57,7 @@ from annotation.results.decisions import UNANSWERED
 from annotation.results.export import FORMULA_STARTS as FORMULA_STARTS  # re-exported
 from annotation.results.export import neutralize_table as neutralize_table  # re-exported
 from annotation.results.export import write_csv
+from annotation.results.groups import conflict_scores_table, group_scores_table
 from annotation.results.judge_bias import bland_altman_table
 from annotation.results.operators import operators_table
 from annotation.results.paper_tables import trace_table, vif_table
@@ -64,7 +71,9 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "checklist_comparisons", "system_level", "alt_test",
           # added in the statistical-truth release
           "vif_table", "trace_table", "leniency", "bland_altman", "annotators",
-          "alt_test_annotators")
+          "alt_test_annotators",
+          # added with the benchmarks' protocols (issue #15)
+          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs")
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,7 @@ class ReportOptions:
 
     n_boot: int = 1000
     seed: int = 0
-    by: str | None = None
+    by: str | tuple[str, ...] | None = None  # one key, or several: their combinations
     epsilon: float = 0.2
     pair: tuple[str, ...] = ()  # "checklist:<criterion>": pass rate vs a human rating
     unanswered: str = "omit"
@@ -201,6 +210,10 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "bland_altman": lambda: bland_altman_table(study),
         "annotators": lambda: annotators_table(study),
         "alt_test_annotators": lambda: alt["annotators"],
+        "group_scores": lambda: group_scores_table(study, by=options.by),
+        "vif_conflicts": lambda: conflict_scores_table(study),
+        "tiif_table": lambda: tiif.tiif_table(study, decided),
+        "tiif_pairs": lambda: tiif.tiif_pairs(study, decided),
     }
     for name, step in steps.items():
         if progress:
@@ -266,8 +279,9 @@ def _html_table(table: pd.DataFrame) -> str:
 
 def paper_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFrame]]:
     """The seed papers' tables as report.html shows them first: VIF-Bench Table 7 (like for
-    like, then against the mean of all annotators) and TRACE-Bench Table 7 (both units),
-    each cell ``value [lo, hi]``."""
+    like, then against the mean of all annotators), VIF-Bench Fig. 6 left (conflict vs no
+    conflict, on the criteria average) and TRACE-Bench Table 7 (both units), each cell
+    ``value [lo, hi]``."""
     from annotation.results import analytics
 
     out = []
@@ -280,6 +294,26 @@ def paper_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFr
                  "all annotators (flatters the judges beside a leave-one-out human)")):
             view = analytics.vif_view(vif, reference=reference, ci=True)
             out.append((caption, analytics.ci_text(view)))
+    conflicts = tables.get("vif_conflicts")
+    if conflicts is not None and not conflicts.empty:
+        view = conflicts[conflicts.criterion == AVERAGE] if (
+            conflicts.criterion == AVERAGE).any() else conflicts
+        shown = view[["conflict", "generator", "scorer", "criterion", "n_conflict",
+                      "mean_conflict", "n_no_conflict", "mean_no_conflict"]].copy()
+        shown["diff [95% CI]"] = [
+            "" if pd.isna(d) else (f"{d:.2f}" if pd.isna(lo) else f"{d:.2f} [{lo:.2f}, {hi:.2f}]")
+            for d, lo, hi in zip(view["diff"], view["diff_lo"], view["diff_hi"], strict=True)]
+        shown["labels verified / published / rules"] = [
+            f"{v} / {p} / {r}" for v, p, r in zip(view.labels_verified, view.labels_published,
+                                                   view.labels_rules, strict=True)]
+        out.append(("VIF-Bench Fig. 6 (left): mean score on tasks with a conflict and on "
+                    "tasks with that instruction but no conflict (verified labels where "
+                    "decided, else the published ones)", shown))
+    table2 = tables.get("tiif_table")
+    if table2 is not None and not table2.empty:
+        out.append(("TIIF-Bench Table 2 layout: mean image score (share of questions "
+                    "answered as expected, x 100) per scorer and generator, short and long "
+                    "prompts", tiif.tiif_wide(table2)))
     trace = tables.get("trace_table")
     if trace is not None and not trace.empty:
         for unit in dict.fromkeys(trace.unit):

@@ -9,8 +9,10 @@ Everything the statistics need, in the shapes :mod:`annotation.stats` takes:
 * ``questions``: question_id, checklist_id, operator, target, pass_answer, depends_on,
   plus the question's meta flattened as ``meta.<key>`` columns (scalars only), for the
   leniency table per question category;
-* ``outputs``: output_id, task_id, generator, plus the task's meta flattened as
-  ``meta.<key>`` columns (scalars only), for grouping (``--by meta.conflict``);
+* ``outputs``: output_id, task_id, generator, plus every grouping column of
+  :mod:`annotation.results.features`: the task's meta flattened as ``meta.<path>``
+  (nested objects by dotted paths, lists of scalars as tuples), the task features
+  ``task.<feature>`` and the conflict labels ``conflict.<type>`` (``--by``);
 * ``times``: annotator, output_id, active_seconds (summed over visits of the annotation
   workflow; gaps over 2 minutes already count as 2 minutes).
 
@@ -22,13 +24,21 @@ out (they feed the tree localization instead). Pure reading: no statistics here.
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
+from annotation.results import features
 from annotation.store import Store
 from annotation.store import project as project_rows
+
+#: ``--by``: one grouping key, several (their combinations), or none (:func:`output_groups`)
+GroupBy = str | Sequence[str] | None
 
 
 @dataclass(frozen=True)
@@ -45,25 +55,80 @@ class StudyData:
         columns=["annotator", "output_id", "active_seconds"]))
 
 
-def output_groups(study: StudyData, by: str | None) -> list[tuple[str, set[str] | None]]:
-    """The groups a report table has rows for: ``("all", None)``, then with ``by`` (a
-    column of ``study.outputs``: ``generator``, ``task_id``, ``meta.<key>``) one
-    ``("<by>=<value>", {output ids})`` per value, sorted. An unknown ``by`` raises
-    ``KeyError`` naming the columns there are."""
+def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
+    """The groups a report table has rows for: ``("all", None)``, then one
+    ``("<key>=<value>", {output ids})`` per value of ``by``, sorted.
+
+    ``by`` is a column of ``study.outputs`` (``generator``, ``task_id``, ``meta.<path>``,
+    ``task.<feature>``, ``conflict.<type>``: :mod:`annotation.results.features`) or several:
+    then the groups are their combinations, labelled ``"<k1>=<v1> & <k2>=<v2>"`` (only those
+    with outputs). A multi-valued key (a list in the meta, ``task.vi_type``) puts an output
+    in the group of each of its values. Outputs without a value are in no group of that key.
+    An unknown key raises ``KeyError`` naming the columns there are."""
     groups: list[tuple[str, set[str] | None]] = [("all", None)]
-    if by is not None:
-        if by not in study.outputs.columns:
-            raise KeyError(f"--by {by}: not a column of the outputs (generator, task_id, "
-                           f"meta.<key>); available: {', '.join(study.outputs.columns)}")
-        for value, df in study.outputs.groupby(by, dropna=True, sort=True):
-            groups.append((f"{by}={value}", set(df.output_id)))
+    for keys, values, members in group_values(study, by):
+        label = " & ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True))
+        groups.append((label, members))
     return groups
+
+
+def group_values(study: StudyData, by: GroupBy
+                 ) -> list[tuple[tuple[str, ...], tuple[Any, ...], set[str]]]:
+    """The groups of :func:`output_groups` but ``all``, as (keys, values, output ids)."""
+    keys = tuple(dict.fromkeys([by] if isinstance(by, str) else list(by or ())))
+    for key in keys:
+        if key not in study.outputs.columns:
+            raise KeyError(f"--by {key}: not a column of the outputs (generator, task_id, "
+                           f"meta.<path>, task.<feature>, conflict.<type>); available: "
+                           f"{', '.join(study.outputs.columns)}")
+    if not keys:
+        return []
+    members: dict[tuple[Any, ...], set[str]] = {}
+    for row in study.outputs[["output_id", *keys]].itertuples(index=False):
+        for combination in itertools.product(*(_values(v) for v in row[1:])):
+            members.setdefault(combination, set()).add(row[0])
+    return [(keys, combination, members[combination]) for combination in
+            sorted(members, key=lambda c: tuple(_sort_key(v) for v in c))]
+
+
+def _values(value: Any) -> tuple[Any, ...]:
+    """The group values of one cell: a list's elements, nothing for a missing value."""
+    if isinstance(value, list | tuple):
+        return tuple(dict.fromkeys(value))
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return ()
+    return (value,)
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    """Numbers in numeric order before text (2 before 10), booleans as False, True."""
+    if isinstance(value, bool):
+        return (0, int(value))
+    if isinstance(value, int | float):
+        return (1, value)
+    return (2, str(value))
 
 
 def _flat_meta(meta: str) -> dict[str, object]:
     data = json.loads(meta) if meta else {}
     return {f"meta.{k}": v for k, v in data.items()
             if isinstance(v, str | int | float | bool) or v is None}
+
+
+def _with_features(store: Store, outputs: pd.DataFrame) -> pd.DataFrame:
+    """``outputs`` (with the task's meta as JSON) plus every grouping column of
+    :mod:`annotation.results.features`: the meta flattened, the task features and the
+    conflict labels (object columns, so a value is never turned into a float)."""
+    metas = [json.loads(m) if m else {} for m in outputs.pop("meta")]
+    flat = pd.DataFrame([features.flat_meta(m) for m in metas], index=outputs.index,
+                        dtype=object)
+    outputs = pd.concat([outputs, flat], axis=1)
+    tasks = pd.DataFrame({"task_id": outputs["task_id"], "meta": metas}).drop_duplicates(
+        "task_id")
+    derived = features.load_task_features(store, tasks).merge(
+        features.load_conflict_features(store), on="task_id", how="left")
+    derived = derived.astype(object).where(derived.notna(), None)
+    return outputs.merge(derived, on="task_id", how="left")
 
 
 def load_study(store: Store) -> StudyData:
@@ -92,8 +157,7 @@ def load_study(store: Store) -> StudyData:
     outputs = project_rows.outputs_with_tasks_df(store)
     outputs = outputs[~outputs.output_id.isin(nodes)].reset_index(drop=True)
     times = store.item_times_df()
-    meta = pd.DataFrame([_flat_meta(m) for m in outputs.pop("meta")], index=outputs.index)
-    outputs = pd.concat([outputs, meta], axis=1)
+    outputs = _with_features(store, outputs)
     return StudyData(
         human_scores=human_scores.reset_index(drop=True),
         judge_scores=judge_scores.reset_index(drop=True),

@@ -640,8 +640,7 @@ TASKS: tuple[TaskSpec, ...] = (
         "- place it in the box of Image_2\n"
         "- turn it as the pyramid of Image_3 shows (front toward the left, slightly "
         "down)\n\n"
-        "<b>bold?</b> Tags like this one must show as plain text. `Image_3` is a pyramid, "
-        f"not an object to draw. {NO_MARKS}",
+        f"`Image_3` is a pyramid, not an object to draw. {NO_MARKS}",
         refs=[("mug", "blue mug"), ("sub:dots", "polka-dot surface")],
         layout=[("mug", [0.22, 0.30, 0.78, 0.88])],
         formula="C(f1⊕g1⊕g_view)",
