@@ -33,7 +33,7 @@ from tests.helpers.browser import (  # skips this module without Chromium or Pla
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PANEL = ".ja-panel[data-visit]"
-ACCOUNTS = itertools.count(1)  # pb1 .. pb8 exist in the served project
+ACCOUNTS = itertools.count(1)  # pb1 .. pb10 exist in the served project
 ANSWER = {"y": "yes", "n": "no", "u": "cant_tell"}
 
 
@@ -44,7 +44,7 @@ def served(tmp_path_factory) -> Iterator[dict[str, Any]]:
     subprocess.run([sys.executable, "-m", "annotation.cli", "demo", "--db", str(db),
                     "--quiet"], check=True, cwd=folder)
     with Store.open(db) as store:
-        for i in range(1, 9):
+        for i in range(1, 11):
             auth.add_user(store, f"pb{i}", "annotator", f"panel-pass-{i}", actor="test")
         workflow.set_settings(store, "test", overlap=10)
     with serving(db, folder) as port, sync_api.sync_playwright() as pw:
@@ -232,9 +232,38 @@ def test_a_key_press_changes_only_what_it_shows(annotator, served):
                 added: window.__added};
     }""")
     assert kept["rows"] and kept["card"], kept
+    # ... and the kept elements show the new state: the answered rows chosen and saved, the
+    # cursor on the next one, nothing chosen on the card of that unanswered question
+    state = page.evaluate("""() => {
+        const rows = Array.from(document.querySelectorAll('.ja-panel .ja-item'));
+        return {chosen: rows.map(r => { const c = r.querySelector('.ja-chosen');
+                                        return c ? c.dataset.value : null; }),
+                marks: rows.map(r => (r.querySelector('.ja-mark') || {}).textContent || ''),
+                here: rows.map(r => r.classList.contains('ja-here')),
+                card: document.querySelectorAll('.ja-panel .ja-card .ja-chosen').length};
+    }""")
+    assert state["chosen"][:presses] == ["yes"] * presses
+    assert not any(state["chosen"][presses:])
+    assert state["marks"][:presses] == ["✓"] * presses
+    assert state["here"].index(True) == presses and state["card"] == 0
     # per press: the new question and caption, the texts of the status line, the mark and
     # the count left (the old panel made about 90)
     assert kept["added"] <= 8 * presses, kept
+
+
+def test_a_clicked_button_does_not_take_a_later_space(annotator, served):
+    """The panel keeps its buttons between renders: a clicked card button must not keep the
+    focus, or a Space pressed later would answer whatever question the card shows by
+    then (found in review)."""
+    context, page, who = annotator
+    page.locator(".ja-panel .ja-card .ja-option", has_text="Yes").click()
+    settled(page, served["db"], who, 1)
+    assert panel(page)["cursor"] == "1"
+    page.keyboard.press(" ")
+    page.wait_for_timeout(800)
+    assert page.evaluate("() => window.__jaPanel.values[1]") is None
+    assert page.evaluate("() => document.activeElement.closest('.ja-panel') === null")
+    assert len(rows(served["db"], who)) == 1
 
 
 def test_the_page_around_the_panel_changes_without_animations(annotator, served):
@@ -252,6 +281,7 @@ def test_the_page_around_the_panel_changes_without_animations(annotator, served)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and panel(page)["visit"] == visit:
         running += page.evaluate("""() => document.getAnimations()
+            .filter(a => a instanceof CSSTransition)  // a spinner's keyframes may run
             .filter(a => a.effect && a.effect.target && a.effect.target.closest
                     && a.effect.target.closest('[data-testid=stMain]'))
             .map(a => [a.transitionProperty || a.animationName, a.effect.getTiming().duration])""")

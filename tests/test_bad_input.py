@@ -308,6 +308,15 @@ def test_a_metric_judge_without_a_scale_keeps_its_own_units(tmp_path, example_bu
     assert stored == [(0.31,)]
     assert own_scale(study, "clipscore", "visual_quality") == OWN_UNITS
     assert own_scale(study, "gpt-5", "visual_quality") is None
+    from annotation.results.judge_bias import bland_altman_table
+    from annotation.results.ratings import ratings_table
+
+    rows = ratings_table(study, n_boot=0)
+    mine = rows[rows.judge == "clipscore"]
+    assert len(mine) and mine.mae.isna().all() and mine.bias.isna().all()
+    limits = bland_altman_table(study)
+    row = limits[limits.judge == "clipscore"].iloc[0]
+    assert "own scale (own units)" in row.note and row[["mean_diff", "loa_lo"]].isna().all()
 
 
 def test_a_vlm_score_off_the_scale_says_how_to_fix_it(tmp_path, example_bundle):

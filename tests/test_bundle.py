@@ -414,6 +414,7 @@ def test_a_criterion_spelled_with_capitals_is_stored_lowercase_with_a_warning(tm
 
     assert criterion_key(" Visual Quality ") == "visual_quality"
     assert criterion_key("Text-Instruction/Following") == "text_instruction_following"
+    assert criterion_key("Qualité") == "qualite"
     doc = json.loads((example_bundle / "bundle.json").read_text())
     doc["criteria"][0]["name"] = "Visual Quality"
     del doc["criteria"][0]["label"]
@@ -437,7 +438,7 @@ def test_a_criterion_spelled_with_capitals_is_stored_lowercase_with_a_warning(tm
     (example_bundle / "bundle.json").write_text(json.dumps(doc))
     with pytest.raises(ImportRefused) as caught:
         read_bundle_dir(example_bundle)
-    assert "criteria[0].name: '***' has no letter or digit: name the criterion" in str(
+    assert "criteria[0].name: '***' has no letter a-z or digit: name the criterion" in str(
         caught.value)
 
 

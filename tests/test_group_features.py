@@ -60,6 +60,12 @@ def test_a_verified_label_wins_over_the_published_one_and_says_so():
     assert (t.loc["t2", "conflict.wind"], t.loc["t2", "conflict.wind.source"]) == (True,
                                                                                    "rules")
     assert t.loc["t2", "conflict.any"] is True
+    # a verified conflict decides "any" although another type is only the rules' "no"
+    mixed = features.conflict_features(
+        _automatic([("t5", "orientation", None, False), ("t5", "wind", False, False)]),
+        _verified([("t5", "wind", True)])).set_index("task_id")
+    assert (mixed.loc["t5", "conflict.any"], mixed.loc["t5", "conflict.any.source"]) == (
+        True, "verified")
     assert t.loc["t3", "conflict.pose.source"] == "published"  # a tie is not a verification
     assert t.loc["t4", "conflict.light"] is None and t.loc["t4", "conflict.any"] is None
 
@@ -197,3 +203,20 @@ def test_report_by_nested_meta_and_several_keys_from_the_command_line(demo, tmp_
     conflicts = pd.read_csv(out / "vif_conflicts.csv")
     assert set(conflicts.conflict) >= {"orientation", "any"}
     assert "VIF-Bench Fig. 6 (left)" in (out / "report.html").read_text()
+
+
+def test_leniency_counts_only_the_decisions_of_each_group(demo):
+    """One ``--by`` key: each group's row counts its own outputs' decisions (a review found
+    every group counting all of them), and the groups add up to ``all``."""
+    from annotation.results.checklist import leniency_table
+
+    with Store.open(demo) as store:
+        study = load_study(store)
+    table = leniency_table(study, by="generator")
+    for _judge, mine in table.groupby("judge"):
+        everything = mine[mine.facet == "all"].iloc[0]
+        groups = mine[mine.facet == "generator"]
+        assert len(groups) == study.outputs.generator.nunique()
+        assert groups.n_decisions.sum() == everything.n_decisions
+        assert (groups.n_decisions < everything.n_decisions).all()
+        assert groups.judge_yes_human_no.sum() == everything.judge_yes_human_no

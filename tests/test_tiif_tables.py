@@ -138,3 +138,39 @@ def test_the_humans_are_scored_by_their_majority(tiif_study, tmp_path):
                    & (scores.output_id == output.output_id)].iloc[0]
     # majority: the first question passed (2 of 3), the second failed (2 of 3)
     assert (human.n_questions, human.score) == (2, 50.0)
+
+
+@pytest.mark.slow
+def test_the_vlm_majority_is_a_scorer_of_its_own(tiif_study):
+    """The ensemble (strict majority of the VLM judges; with two judges: where they agree)
+    gets its own rows (a review found it silently missing)."""
+    _db, study, decided = tiif_study
+    table = tiif.tiif_table(study, decided)
+    ensembles = [s for s in set(table.scorer) if s.startswith("ensemble")]
+    assert len(ensembles) == 1
+    gpt, qwen = _file_scores_raw("GPT-4o"), _file_scores_raw("QwenVL")
+    want = []
+    for key, answers in gpt.items():
+        if key[0] != "sd35" or key[2] != "short" or key not in qwen:
+            continue
+        agreed = [g == p for (g, p), (_g2, q) in zip(answers, qwen[key], strict=True)
+                  if p == q]
+        if agreed:
+            want.append(100 * np.mean(agreed))
+    row = table[(table.scorer == ensembles[0]) & (table.generator == "sd35")
+                & (table.variant == "short") & (table.column == "overall")].iloc[0]
+    assert row.n_images == len(want)
+    assert row.score == pytest.approx(np.mean(want))
+
+
+def _file_scores_raw(judge: str) -> dict[tuple[str, str, str, str], list[tuple[str, str]]]:
+    """(model, dim, variant, line_idx) -> [(expected, prediction)] of one judge, every
+    question (a prediction that is not yes/no kept as it is)."""
+    found = {}
+    for path in RESULTS.glob(f"*/*_{judge}/*/*/*/*.json"):
+        model, dim, variant = path.parts[-4:-1]
+        data = json.loads(path.read_text(encoding="utf-8"))
+        found[(model, dim, variant, path.stem)] = [
+            (g.strip().lower(), p.strip().lower())
+            for g, p in zip(data["gt_answers"], data["model_pred"], strict=False)]
+    return found

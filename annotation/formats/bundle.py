@@ -18,6 +18,7 @@ import shutil
 import stat
 import struct
 import tempfile
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -396,8 +397,11 @@ def _read_header(root: Path, rd: _Reader, project: ProjectData) -> None:
 def criterion_key(name: str) -> str:
     """The stored name of a criterion spelled ``name``: lowercase, every run of other
     characters than a-z and 0-9 one ``_`` (``"Visual Quality"`` -> ``visual_quality``); the
-    same rule for the criterion's declaration and every judgment and annotation naming it."""
-    return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
+    same rule for the criterion's declaration and every judgment and annotation naming it.
+    Accents are dropped first (``Qualité`` -> ``qualite``)."""
+    plain = "".join(c for c in unicodedata.normalize("NFKD", name)
+                    if not unicodedata.combining(c))
+    return re.sub(r"[^a-z0-9]+", "_", plain.strip().lower()).strip("_")
 
 
 def _criterion_ref(rd: _Reader, crit: str, where: tuple[str, int | None]) -> str:
@@ -421,8 +425,9 @@ def _criterion(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: st
     if name is not None and not CRITERION_NAME.fullmatch(name):
         key = criterion_key(name)
         if not key:
-            rd.add(*where, prefix + "name", f"{name!r} has no letter or digit: name the "
-                   "criterion with letters a-z, digits and '_' (e.g. visual_quality)")
+            rd.add(*where, prefix + "name", f"{name!r} has no letter a-z or digit: name the "
+                   "criterion with letters a-z, digits and '_' (e.g. visual_quality) and put "
+                   "the name people read in 'label'")
         else:
             rd.warn(where[0], where[1], prefix + "name",
                     f"criterion {name!r} stored as {key!r} (its label stays {label!r}); "

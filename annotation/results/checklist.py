@@ -275,19 +275,28 @@ def leniency_table(study: StudyData, *, by: GroupBy = None, unanswered: Unanswer
         facets[column] = q[column].astype(object).where(q[column].notna(), None)
     joined = d.judges[d.judges.answer.isin(("yes", "no"))].join(
         d.majority.answer.rename("human"), on="key", how="inner")
-    by_groups = group_values(study, by)  # facet: the key(s), value: the group's value(s)
+    # the --by groups: facet = the key(s), value = the group's value(s); an output is in as
+    # many groups as it has values (one membership row each), grouped once per judge
+    by_groups = group_values(study, by)
+    by_facet = " & ".join(by_groups[0][0]) if by_groups else None
+    labels_of = [values[0] if len(values) == 1 else " & ".join(map(str, values))
+                 for _keys, values, _members in by_groups]
+    membership = pd.DataFrame(
+        [(o, k) for k, (_keys, _values, members) in enumerate(by_groups) for o in members],
+        columns=["output_id", "__group__"])
     rows = []
     for judge, mine in joined.groupby("judge", sort=True):
-        views: list[tuple[str, pd.Series]] = [
-            ("all", pd.Series("all", index=mine.index))]
-        views += [(name, mine.question_id.map(values)) for name, values in facets.items()]
-        for keys, values, members in by_groups:
-            inside = mine.output_id.isin(members)
-            views.append((" & ".join(keys), pd.Series(
-                [values[0] if len(values) == 1 else " & ".join(map(str, values))
-                 if x else None for x in inside], index=mine.index, dtype=object)))
-        for facet, labels in views:
-            for value, part in mine.groupby(labels.to_numpy(), sort=True, dropna=True):
+        views: list[tuple[str, pd.DataFrame, np.ndarray]] = [
+            ("all", mine, np.full(len(mine), "all", dtype=object))]
+        views += [(name, mine, mine.question_id.map(values).to_numpy())
+                  for name, values in facets.items()]
+        if by_facet is not None:
+            exploded = mine.merge(membership, on="output_id")
+            views.append((by_facet, exploded, exploded["__group__"].to_numpy()))
+        for facet, frame, labels in views:
+            for value, part in frame.groupby(labels, sort=True, dropna=True):
+                if facet == by_facet and frame is not mine:
+                    value = labels_of[int(value)]
                 jy, hy = part.answer == "yes", part.human == "yes"
                 a, b = int((jy & hy).sum()), int((jy & ~hy).sum())
                 c, dd = int((~jy & hy).sum()), int((~jy & ~hy).sum())

@@ -97,9 +97,10 @@ def conflict_features(automatic: pd.DataFrame, verified: pd.DataFrame) -> pd.Dat
     ``automatic``: task_id, conflict, published, rules (one row per task and type it can
     have, :func:`annotation.results.conflicts.load_tasks`); ``verified``: task_id,
     conflict, verified (None on a tie; :func:`annotation.results.conflicts.verified_labels`).
-    ``any`` is True when one type is True, False when every type is False, and its source
-    is the least certain of the types' (``rules`` before ``published`` before
-    ``verified``); a task with an undecided type and no True one has no ``any``.
+    ``any`` is True when one type is True, False when every type is False; its source is
+    the least certain (``rules`` before ``published`` before ``verified``) of the labels
+    that decide it: the True ones, or every type's when all are False. A task with an
+    undecided type and no True one has no ``any``.
     """
     decided = {(t, k): v for t, k, v in zip(verified["task_id"], verified["conflict"],
                                              verified["verified"], strict=True)
@@ -129,8 +130,9 @@ def conflict_features(automatic: pd.DataFrame, verified: pd.DataFrame) -> pd.Dat
             row["conflict.any"] = True
         elif labels and len(labels) == len(types):  # every type decided, none a conflict
             row["conflict.any"] = False
-        if "conflict.any" in row:
-            row["conflict.any.source"] = next(s for s in reversed(SOURCES) if s in sources)
+        if "conflict.any" in row:  # what decided it: the conflicts, or every type's "no"
+            deciding = [s for s, label in zip(sources, labels, strict=True) if label] or sources
+            row["conflict.any.source"] = next(s for s in reversed(SOURCES) if s in deciding)
     columns = ["task_id"] + [c for k in (*CONFLICTS, "any")
                              for c in (f"conflict.{k}", f"conflict.{k}.source")]
     table = pd.DataFrame(list(per_task.values()), columns=columns).astype(object)

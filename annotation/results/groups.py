@@ -105,15 +105,17 @@ def conflict_scores_table(study: StudyData) -> pd.DataFrame:
         on = scores[scores.output_id.isin(labelled.index)]
         on = on.assign(conflict=labelled.reindex(on.output_id).to_numpy().astype(bool),
                        generator=outputs["generator"].reindex(on.output_id).to_numpy())
+        tasks = outputs.loc[labelled.index, ["generator", "task_id"]].assign(
+            source=source.reindex(labelled.index).to_numpy()).drop_duplicates(
+            ["generator", "task_id"])
+        counts = {(gen, s): n for (gen, s), n in tasks.groupby(["generator", "source"])
+                  .size().items()}
+        cells = dict(tuple(on.groupby(["generator", "scorer", "criterion"], sort=False)))
         for gen in sorted(set(on.generator)):
-            tasks = outputs.loc[labelled.index]
-            tasks = tasks[tasks["generator"] == gen]
-            counts = source.reindex(tasks.index).groupby(tasks["task_id"]).first()
             for scorer in scorers:
                 for criterion in criteria:
-                    g = on[(on.generator == gen) & (on.scorer == scorer)
-                           & (on.criterion == criterion)]
-                    if g.empty:
+                    g = cells.get((gen, scorer, criterion))
+                    if g is None:
                         continue
                     d = welch_difference(g.score[g.conflict], g.score[~g.conflict]).iloc[0]
                     rows.append({
@@ -122,5 +124,5 @@ def conflict_scores_table(study: StudyData) -> pd.DataFrame:
                         "mean_conflict": d["mean_x"], "n_no_conflict": int(d["n_y"]),
                         "mean_no_conflict": d["mean_y"],
                         **{k: d[k] for k in ("diff", "diff_lo", "diff_hi", "df", "p")},
-                        **{f"labels_{s}": int((counts == s).sum()) for s in SOURCES}})
+                        **{f"labels_{s}": int(counts.get((gen, s), 0)) for s in SOURCES}})
     return pd.DataFrame(rows, columns=CONFLICT_COLUMNS)

@@ -72,16 +72,21 @@ def subgroup(dimension: str) -> str | None:
 
 def image_scores(study: StudyData, decided: StudyDecisions) -> pd.DataFrame:
     """scorer, output_id, score (share of decided questions passed x 100), n_questions."""
-    judges = decided.judges[decided.judges.passed.notna()][["judge", "output_id", "passed"]]
+    expected = study.questions.set_index("question_id")["pass_answer"]
+    judges = decided.judges[["judge", "output_id", "question_id", "answer", "passed"]]
+    # the VLM majority's rows carry an answer but no ``passed``: score them the same way
+    derived = (judges["answer"] == judges["question_id"].map(expected)).astype(float)
+    passed = judges["passed"].where(judges["passed"].notna(),
+                                    derived.where(judges["answer"].isin(("yes", "no"))))
+    judges = judges.assign(passed=passed)[passed.notna()][["judge", "output_id", "passed"]]
     frames = [judges.rename(columns={"judge": "scorer"})]
     if len(decided.majority):
         key = pd.Series(decided.majority.index.astype(str), index=decided.majority.index)
         parts = key.str.split(SEP, n=1, regex=False)
-        question = parts.str[1]
-        expected = question.map(study.questions.set_index("question_id")["pass_answer"])
+        wanted = parts.str[1].map(expected)
         frames.append(pd.DataFrame({
             "scorer": HUMAN_MAJORITY, "output_id": parts.str[0].to_numpy(),
-            "passed": (decided.majority["answer"] == expected).astype(float).to_numpy()}))
+            "passed": (decided.majority["answer"] == wanted).astype(float).to_numpy()}))
     both = pd.concat(frames, ignore_index=True)
     scores = both.groupby(["scorer", "output_id"], sort=True)["passed"].agg(["mean", "size"])
     scores = scores.reset_index().rename(columns={"mean": "score", "size": "n_questions"})

@@ -312,6 +312,13 @@ function makePanel() {
     if (!root) {
       root = document.createElement("div");
       root.className = "ja-panel";
+      // a clicked button gives its focus back: the panel keeps its buttons between
+      // renders, and a focused one would take a later Space as a click on whatever
+      // target it shows by then
+      root.addEventListener("click", (ev) => {
+        const b = ev.target && ev.target.closest ? ev.target.closest("button") : null;
+        if (b) b.blur();
+      });
       parentElement.appendChild(root);
     }
     G.root = root;
