@@ -13,19 +13,24 @@ from annotation.ui.widgets import require
 from annotation.work import verification as vf
 
 CAPTIONS = {
-    "conflict_agreement": "Automatic labels against the verified ones (majority of verifiers; "
-                          "ties left out): counts, precision, recall, agreement with its Wilson "
-                          "interval and Cohen's kappa.",
+    "conflict_agreement": "Automatic labels against the verified ones (majority of verifiers, "
+                          "or an admin's decision on a tie; undecided ties left out): counts, "
+                          "precision, recall, agreement with its Wilson interval and Cohen's "
+                          "kappa.",
     "verifier_agreement": "Verifiers against each other on the verified labels: Krippendorff's "
                           "alpha (nominal) and mean pairwise agreement, over tasks verified by "
                           "two or more people.",
     "conflict_statistics": "VIF-Bench Section 3.2: tasks with each instruction and how many "
                            "are conflicts, from the automatic labels (all tasks, verified tasks) "
                            "and from the verified labels.",
-    "verified_labels": "Per task and conflict type: votes and the verified label.",
+    "verified_labels": "Per task and conflict type: votes, their majority and the verified "
+                       "label (an admin's decision where there is one: resolved_by, "
+                       "resolution_note).",
     "published_vs_rules": "Published labels against the rules recomputed on the pre-labels: "
                           "an inconsistent row is worth a look before verification.",
     "verdict_history": "Every verdict ever given, superseded ones included.",
+    "resolution_history": "Every decision on a tied or undecided label, superseded ones "
+                          "included.",
 }
 
 user = require("admin")
@@ -60,8 +65,36 @@ with right:
                        icon=":material/download:")
 
 tables = cr.conflict_tables(store)
+open_labels = cr.undecided_labels(tables["verified_labels"])
+st.subheader("Ties and undecided labels", anchor=False)
+if open_labels.empty:
+    st.caption("Every verified label has a majority or a decision.")
+else:
+    st.caption("The verifiers are tied on these labels. Decide each one with a note: the "
+               "decision becomes the verified label and stays in the history (a later "
+               "decision replaces it, never erases it).")
+    st.dataframe(open_labels, hide_index=True, width="stretch")
+    with st.form("resolve-conflict", clear_on_submit=True):
+        choice = st.selectbox(
+            "Label", list(range(len(open_labels))),
+            format_func=lambda i: f"{open_labels.task_id.iloc[i]} · "
+                                  f"{open_labels.conflict.iloc[i]} "
+                                  f"({open_labels.votes_conflict.iloc[i]} of "
+                                  f"{open_labels.n_verifiers.iloc[i]} say conflict)")
+        verdict = st.radio("Decision", ["conflict", "no conflict"], horizontal=True)
+        note = st.text_input("Note (why)", max_chars=2000)
+        if st.form_submit_button("Decide", type="primary"):
+            try:
+                cr.resolve(store, str(open_labels.task_id.iloc[choice]),
+                           str(open_labels.conflict.iloc[choice]), verdict == "conflict",
+                           note, actor=user.name)
+            except ValueError as error:
+                st.error(str(error))
+            else:
+                st.rerun()
 for name in ("conflict_agreement", "verifier_agreement", "conflict_statistics",
-             "verified_labels", "published_vs_rules", "verdict_history"):
+             "verified_labels", "published_vs_rules", "verdict_history",
+             "resolution_history"):
     st.subheader(name.replace("_", " ").capitalize(), anchor=False)
     st.caption(CAPTIONS[name])
     table = tables[name]

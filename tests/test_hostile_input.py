@@ -532,12 +532,19 @@ def test_conflict_csvs_neutralize_formulas(tmp_path):
                     session.set_verdict(check.conflict, agree=verifier == "@ver",
                                         note="=cmd|' /C calc'!A0 " + verifier)
                 session.submit()
+        # the two verifiers disagree everywhere: an admin decides one tie
+        from annotation.results import conflicts as conflict_results
+
+        first = conflict_results.undecided_labels(conflict_results.conflict_tables(
+            store)["verified_labels"]).iloc[0]
+        conflict_results.resolve(store, first.task_id, first.conflict, True,
+                                 "=HYPERLINK(\"http://x\")", actor="+boss")
     out = tmp_path / "out"
     assert main(["conflicts", "--db", str(db), "--out", str(out), "--quiet"]) == 0
     written = sorted(out.glob("*.csv"))
-    assert len(written) == 6
+    assert len(written) == 7  # with resolution_history.csv
     cells = "\n".join(p.read_text(encoding="utf-8") for p in written)
-    for value in ("'=c1()", "'\t=2+3", "'@ver", "'-ver2", "'=cmd|"):
+    for value in ("'=c1()", "'\t=2+3", "'@ver", "'-ver2", "'=cmd|", "'=HYPERLINK", "'+boss"):
         assert value in cells, value
     for path in written:
         assert _formula_cells(path) == [], path.name

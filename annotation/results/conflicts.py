@@ -83,20 +83,55 @@ def _majority(labels: Iterable[bool]) -> bool | None:
     return None if yes == no else yes > no
 
 
-def verified_labels(verdicts: pd.DataFrame) -> pd.DataFrame:
+def verified_labels(verdicts: pd.DataFrame,
+                    resolutions: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (task, conflict type): verifiers, conflict votes, the majority label (None on a
-    tie) and the automatic label judged (the latest verdict's, should it have changed)."""
-    cols = ["task_id", "conflict", "n_verifiers", "votes_conflict", "verified", "automatic"]
-    if verdicts.empty:
-        return pd.DataFrame(columns=cols)
-    rows = []
-    for (task, kind), g in verdicts.groupby(["task_id", "conflict"], sort=True):
+    tie) and the automatic label judged (the latest verdict's, should it have changed).
+
+    ``resolutions`` (current admin decisions: task_id, conflict, label, note, decided_by)
+    settle a label: ``verified`` is then the decision, ``majority`` keeps what the votes
+    said, ``resolved_by`` / ``resolution_note`` say who decided and why. A decision also
+    counts where nobody has verified yet (``n_verifiers`` 0)."""
+    cols = ["task_id", "conflict", "n_verifiers", "votes_conflict", "verified", "automatic",
+            "majority", "resolved_by", "resolution_note"]
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for (task, kind), g in (verdicts.groupby(["task_id", "conflict"], sort=True)
+                            if len(verdicts) else ()):
         latest = g.sort_values("created_at").iloc[-1]
-        rows.append({"task_id": task, "conflict": kind, "n_verifiers": len(g),
-                     "votes_conflict": int(sum(bool(v) for v in g["label"])),
-                     "verified": _majority(bool(v) for v in g["label"]),
-                     "automatic": latest["automatic"]})
-    return pd.DataFrame(rows, columns=cols).astype({"verified": object, "automatic": object})
+        majority = _majority(bool(v) for v in g["label"])
+        rows[(task, kind)] = {
+            "task_id": task, "conflict": kind, "n_verifiers": len(g),
+            "votes_conflict": int(sum(bool(v) for v in g["label"])), "verified": majority,
+            "automatic": latest["automatic"], "majority": majority, "resolved_by": None,
+            "resolution_note": None}
+    for r in (resolutions.itertuples(index=False) if resolutions is not None else ()):
+        row = rows.setdefault((r.task_id, r.conflict), {
+            "task_id": r.task_id, "conflict": r.conflict, "n_verifiers": 0,
+            "votes_conflict": 0, "automatic": None, "majority": None})
+        row.update(verified=bool(r.label), resolved_by=r.decided_by, resolution_note=r.note)
+    table = pd.DataFrame([rows[k] for k in sorted(rows)], columns=cols)
+    for c in ("verified", "automatic", "majority", "resolved_by", "resolution_note"):
+        table[c] = table[c].astype(object).where(table[c].notna(), None)
+    return table
+
+
+def undecided_labels(labels: pd.DataFrame) -> pd.DataFrame:
+    """The rows of :func:`verified_labels` with verifiers but no label: a tie, with no
+    decision yet."""
+    keep = labels["verified"].map(lambda v: v is None) & (labels["n_verifiers"] > 0)
+    return labels.loc[keep, ["task_id", "conflict", "n_verifiers", "votes_conflict",
+                             "automatic"]].reset_index(drop=True)
+
+
+def resolve(store: Store, task_id: str, conflict: str, label: bool, note: str, *,
+            actor: str) -> int:
+    """An admin's decision on a conflict label (:func:`annotation.store.conflicts.resolve`)."""
+    return conflict_rows.resolve(store, task_id, conflict, label, note, actor=actor)
+
+
+def load_resolutions(store: Store) -> pd.DataFrame:
+    """The admins' current decisions on conflict labels (see :func:`verified_labels`)."""
+    return conflict_rows.resolutions_df(store)
 
 
 def _score_row(name: str, auto: pd.Series, verified: pd.Series) -> dict[str, Any]:
@@ -247,7 +282,7 @@ def labels_jsonl_rows(labels: pd.DataFrame, verdicts: pd.DataFrame,
 def conflict_tables(store: Store) -> dict[str, pd.DataFrame]:
     """Every table of the conflict report, by file name (without extension)."""
     verdicts = load_verdicts(store)
-    labels = verified_labels(verdicts)
+    labels = verified_labels(verdicts, load_resolutions(store))
     tasks = load_tasks(store)
     rules = tasks[tasks["conflict"].notna()]
     consistency = rules.assign(
@@ -259,6 +294,7 @@ def conflict_tables(store: Store) -> dict[str, pd.DataFrame]:
         "conflict_statistics": conflict_statistics(tasks, labels),
         "verified_labels": labels,
         "verdict_history": load_verdicts(store, history=True),
+        "resolution_history": conflict_rows.resolutions_df(store, history=True),
         "published_vs_rules": consistency,
     }
 
@@ -266,7 +302,8 @@ def conflict_tables(store: Store) -> dict[str, pd.DataFrame]:
 def verified_labels_jsonl(store: Store) -> str:
     """The ``verified_labels.jsonl`` text (see :func:`labels_jsonl_rows`)."""
     verdicts = load_verdicts(store)
-    rows = labels_jsonl_rows(verified_labels(verdicts), verdicts, load_readings(store),
+    rows = labels_jsonl_rows(verified_labels(verdicts, load_resolutions(store)), verdicts,
+                             load_readings(store),
                              load_tasks(store))
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 

@@ -148,10 +148,16 @@ def load_task_features(store: Store, tasks: pd.DataFrame) -> pd.DataFrame:
 def load_conflict_features(store: Store) -> pd.DataFrame:
     """:func:`conflict_features` of the project (no rows when no task has a visual
     instruction that can conflict)."""
-    from annotation.results.conflicts import load_tasks, load_verdicts, verified_labels
+    from annotation.results.conflicts import (
+        load_resolutions,
+        load_tasks,
+        load_verdicts,
+        verified_labels,
+    )
 
     automatic = load_tasks(store)
     if automatic["conflict"].notna().sum() == 0:
         return conflict_features(automatic.iloc[0:0], pd.DataFrame(
             columns=["task_id", "conflict", "verified"]))
-    return conflict_features(automatic, verified_labels(load_verdicts(store)))
+    return conflict_features(automatic, verified_labels(load_verdicts(store),
+                                                        load_resolutions(store)))

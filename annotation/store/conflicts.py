@@ -1,8 +1,10 @@
 """Conflict-verification rows (VIF-Bench): reads of the verdicts and pre-label readings
-for the results (:mod:`annotation.results.conflicts`).
+for the results (:mod:`annotation.results.conflicts`), and an admin's resolutions.
 
-The verification workflow writes these rows (:mod:`annotation.work.verification`); this
-module only hands them out as DataFrames.
+The verification workflow writes the verdicts and readings
+(:mod:`annotation.work.verification`); this module hands them out as DataFrames. It also
+writes :func:`resolve`: an admin's decision on a conflict label that the verifiers left
+tied or undecided, with a note (append-only: a new decision supersedes the previous one).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pandas as pd
+
+from annotation.store import now_iso
 
 if TYPE_CHECKING:
     from annotation.store import Store
@@ -37,3 +41,40 @@ def readings_df(store: Store) -> pd.DataFrame:
     return store.query_df(
         "SELECT task_id, verifier, image_idx, attribute, value, created_at"
         " FROM current_prelabel_readings ORDER BY task_id, verifier, image_idx, attribute")
+
+
+CONFLICT_TYPES = ("orientation", "light", "wind", "pose")
+
+
+def resolutions_df(store: Store, *, history: bool = False) -> pd.DataFrame:
+    """Current resolutions (or, with ``history``, every one written): task_id, conflict,
+    label (0/1), note, decided_by, created_at, resolution_id, supersedes."""
+    view = "conflict_resolutions" if history else "current_conflict_resolutions"
+    return store.query_df(
+        f"SELECT task_id, conflict, label, note, decided_by, created_at, resolution_id,"
+        f" supersedes FROM {view} ORDER BY task_id, conflict, resolution_id")
+
+
+def resolve(store: Store, task_id: str, conflict: str, label: bool, note: str, *,
+            actor: str) -> int:
+    """Record ``actor``'s decision that ``task_id`` has (``label`` True) or has not the
+    ``conflict``, with a ``note`` saying why (required); it supersedes an earlier decision
+    on the same label. Returns the new row id. ``ValueError`` for an unknown task or
+    conflict type or an empty note."""
+    if conflict not in CONFLICT_TYPES:
+        raise ValueError(f"conflict must be one of {', '.join(CONFLICT_TYPES)}, not "
+                         f"{conflict!r}")
+    if not note or not note.strip():
+        raise ValueError("a decision needs a note saying why (it stays in the history)")
+    with store.transaction(user=actor, role="admin") as conn:
+        if conn.execute("SELECT 1 FROM tasks WHERE task_id = ?", [task_id]).fetchone() is None:
+            raise ValueError(f"no task {task_id!r}")
+        old = conn.execute("SELECT resolution_id FROM current_conflict_resolutions"
+                           " WHERE task_id = ? AND conflict = ?", [task_id, conflict]
+                           ).fetchone()
+        cursor = conn.execute(
+            "INSERT INTO conflict_resolutions (task_id, conflict, label, note, decided_by,"
+            " created_at, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [task_id, conflict, int(bool(label)), note.strip(), actor, now_iso(),
+             old[0] if old else None])
+        return int(cursor.lastrowid or 0)

@@ -20,8 +20,10 @@
   item = task, ``question_id`` = conflict type, ``answer`` = ``conflict`` / ``no conflict``,
   ``detail`` with the automatic label and agreement) and ``tree_reviews`` (``tree_review``
   / ``tree_review.change``: item = root output, ``question_id`` = operator instance,
-  ``answer`` = the origin node, ``detail`` with reason and box). Their row ids and the row
-  they supersede are in ``detail``.
+  ``answer`` = the origin node, ``detail`` with reason and box), and ``conflict_resolutions``
+  (``resolution`` / ``resolution.change``: an admin's decision on a tied or undecided
+  conflict label; item = task, ``question_id`` = conflict type, ``note`` = why). Their row
+  ids and the row they supersede are in ``detail``.
 
 Columns: ``at`` (UTC ISO 8601 as stored), ``who``, ``event``, ``annotator`` (the
 annotator or account the event is about), ``item`` (output id), ``question_id``,
@@ -118,9 +120,16 @@ def _verification(store: Store) -> list[pd.DataFrame]:
         " instance AS question_id, origin AS answer, note, supersedes AS supersedes_id,"
         " json_object('review_id', review_id, 'supersedes', supersedes, 'reason', reason,"
         " 'box', json(box)) AS detail FROM tree_reviews ORDER BY review_id")
+    resolutions = store.query_df(
+        "SELECT created_at AS at, decided_by AS who, task_id AS item, conflict AS question_id,"
+        " CASE label WHEN 1 THEN 'conflict' ELSE 'no conflict' END AS answer, note,"
+        " supersedes AS supersedes_id, json_object('resolution_id', resolution_id,"
+        " 'supersedes', supersedes) AS detail FROM conflict_resolutions"
+        " ORDER BY resolution_id")
     return [_changes(readings, "reading", "prelabel_readings"),
             _changes(verdicts, "verdict", "conflict_verdicts"),
-            _changes(reviews, "tree_review", "tree_reviews")]
+            _changes(reviews, "tree_review", "tree_reviews"),
+            _changes(resolutions, "resolution", "conflict_resolutions")]
 
 
 def history(store: Store, annotator: str | None = None, item: str | None = None

@@ -495,6 +495,22 @@ MIGRATIONS.append("""
     CREATE INDEX answer_receipts_target ON answer_receipts(kind, person, unit, target, seq);
 """ + refuse_changes_sql("answer_receipts", "answer receipts"))
 
+# 7 -> 8: an admin's decision on a conflict label the verifiers left tied or undecided,
+# with a note, append-only (issue #15, item 3).
+MIGRATIONS.append("""
+    CREATE TABLE conflict_resolutions (
+        resolution_id INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL REFERENCES tasks(task_id),
+        conflict TEXT NOT NULL CHECK (conflict IN ('orientation', 'light', 'wind', 'pose')),
+        label INTEGER NOT NULL CHECK (label IN (0, 1)),
+        note TEXT NOT NULL CHECK (length(trim(note)) > 0),
+        decided_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES conflict_resolutions(resolution_id)
+    );
+    CREATE INDEX conflict_resolutions_key ON conflict_resolutions(task_id, conflict);
+""" + append_only_sql("conflict_resolutions", "resolution_id", "conflict resolutions"))
+
 SCHEMA_VERSION = len(MIGRATIONS)
 #: the store runs VACUUM once after migrating past this version (migration 6 drops tables)
 VACUUM_AFTER = 6
