@@ -17,7 +17,7 @@ from annotation.store.history import history
 from annotation.work.verification import VerifySession, submit_task
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import ensure_account
-from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.helpers.conflict_fixture import open_task_as, write_conflict_bundle
 
 
 def _verdicts(rows):
@@ -54,12 +54,7 @@ def tied(tmp_path) -> tuple[Path, str, str]:
         for check in first.item.checks:
             first.set_verdict(check.conflict, agree=True)
         submit_task(store, "ann1", task)
-        second = VerifySession(store, "ann2", {})
-        store.conn.execute("INSERT INTO queue_reservations (kind, unit, person, reserved_at,"
-                           " expires_at) VALUES ('verify', ?, 'ann2', datetime('now'), '9999')",
-                           [task])
-        second._open(task)
-        second.confirm_readings({})
+        second = open_task_as(store, "ann2", task)
         for check in second.item.checks:
             second.set_verdict(check.conflict, agree=check.conflict != kind)
         submit_task(store, "ann2", task)

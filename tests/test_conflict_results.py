@@ -17,7 +17,7 @@ from annotation.results import conflicts as cr
 from annotation.store import Store
 from annotation.work.verification import VerifySession, submit_task
 from tests.helpers.apptest import signed_in
-from tests.helpers.conflict_fixture import write_conflict_bundle
+from tests.helpers.conflict_fixture import open_task_as, write_conflict_bundle
 
 
 def _labels(pairs: list[tuple[bool | None, bool | None]], kind: str = "orientation"):
@@ -193,13 +193,7 @@ def test_unsubmitted_and_partial_work_is_not_a_verified_label(tmp_path):
         session.set_verdict(first, agree=True)  # one verdict, task not submitted
         assert cr.labels_jsonl_rows(cr.verified_labels(cr.load_verdicts(store)),
                                     cr.load_verdicts(store)) == []
-        other = VerifySession(store, "ann2", {})
-        # a task is answered under a reservation (issue #12): take it as next_task would
-        store.conn.execute("INSERT INTO queue_reservations (kind, unit, person, reserved_at,"
-                           " expires_at) VALUES ('verify', ?, 'ann2', datetime('now'), '9999')",
-                           [task])
-        other._open(task)
-        other.confirm_readings({})
+        other = open_task_as(store, "ann2", task)
         other.set_verdict(first, agree=True)
         submit_task(store, "ann2", task)  # submitted with one type judged only
         verdicts = cr.load_verdicts(store)

@@ -109,3 +109,17 @@ def rename_tasks(root: Path, renamed: dict[str, str]) -> Path:
         output["output_id"] = output["task_id"] + "/m"
     write_jsonl(root / "outputs.jsonl", outputs)
     return root
+
+
+def open_task_as(store, who: str, task: str):
+    """A verification session of ``who`` on ``task``, reserved as ``next_task`` would (a
+    task is answered under a reservation, issue #12), pre-label readings confirmed."""
+    from annotation.work.verification import VerifySession
+
+    session = VerifySession(store, who, {})
+    store.conn.execute("INSERT INTO queue_reservations (kind, unit, person, reserved_at,"
+                       " expires_at) VALUES ('verify', ?, ?, datetime('now'), '9999')",
+                       [task, who])
+    session._open(task)
+    session.confirm_readings({})
+    return session
