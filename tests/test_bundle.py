@@ -419,15 +419,19 @@ def test_a_criterion_spelled_with_capitals_is_stored_lowercase_with_a_warning(tm
     doc["criteria"][0]["name"] = "Visual Quality"
     del doc["criteria"][0]["label"]
     (example_bundle / "bundle.json").write_text(json.dumps(doc))
-    for name in ("judgments.jsonl", "annotations.jsonl"):
-        path = example_bundle / name
-        path.write_text(path.read_text().replace('"visual_quality"', '"VISUAL_QUALITY"'))
+    path = example_bundle / "judgments.jsonl"  # the declared spelling
+    path.write_text(path.read_text().replace('"visual_quality"', '"Visual Quality"'))
     project = read_bundle_dir(example_bundle)
     assert [c.name for c in project.criteria] == ["visual_quality"]
     assert project.criteria[0].label == "Visual Quality"
     warnings = [str(w) for w in project.warnings]
-    assert any("'Visual Quality' stored as 'visual_quality'" in w for w in warnings)
-    assert sum("'VISUAL_QUALITY' read as 'visual_quality'" in w for w in warnings) == 1
+    assert sum("'Visual Quality' stored as 'visual_quality'" in w for w in warnings) == 1
+    # a spelling that is neither the declared one nor the stored name is not guessed at
+    path.write_text(path.read_text().replace('"Visual Quality"', '"VISUAL_QUALITY"'))
+    with (pytest.raises(ImportRefused, match="unknown criterion 'VISUAL_QUALITY'"),
+          Store.open(tmp_path / "u.db") as store):
+        import_path(store, example_bundle, user="test")
+    path.write_text(path.read_text().replace('"VISUAL_QUALITY"', '"Visual Quality"'))
     with Store.open(tmp_path / "c.db") as store:
         import_path(store, example_bundle, user="test")
         assert {r[0] for r in store.conn.execute(

@@ -110,7 +110,7 @@ class _Reader(Problems):
         # the line being read is longer than MAX_TEXT: only then can a string inside a meta
         # object be too long, so only then are meta objects walked (set by the readers)
         self.long_line = False
-        # criterion spellings read as another stored name (criterion_key), each warned once
+        # criteria declared in another spelling -> the stored name (criterion_key)
         self.renamed: dict[str, str] = {}
 
     def add(self, file: str, line: int | None, field: str | None, message: str) -> None:
@@ -405,16 +405,11 @@ def criterion_key(name: str) -> str:
 
 
 def _criterion_ref(rd: _Reader, crit: str, where: tuple[str, int | None]) -> str:
-    """A judgment's or annotation's ``criterion``, spelled as its declaration may be."""
-    if CRITERION_NAME.fullmatch(crit):
-        return crit
-    key = criterion_key(crit)
-    if crit not in rd.renamed:
-        rd.renamed[crit] = key
-        rd.warn(where[0], where[1], "criterion",
-                f"criterion {crit!r} read as {key!r} (stored names are lowercase; this "
-                "spelling is accepted everywhere in the bundle)")
-    return key
+    """A judgment's or annotation's ``criterion``: the stored name, or the spelling its
+    declaration in bundle.json used (read as the stored name). Any other spelling is left
+    as it is, to be refused as an unknown criterion (an invisible character or a typo must
+    not match by accident)."""
+    return rd.renamed.get(crit, crit)
 
 
 def _criterion(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str
