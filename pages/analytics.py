@@ -103,7 +103,7 @@ keys = controls[2].multiselect("Group by", analytics.group_options(study), key="
                               placeholder="none",
                               help="Extra rows per group beside 'all' (ratings, checklist, "
                                    "reliability); several keys: their combinations")
-by = keys[0] if len(keys) == 1 else (tuple(keys) or None)
+by = tuple(keys) or None
 unanswered = controls[3].selectbox(
     "Unanswered checklist questions", ["omit", "fail"], key="an_unanswered",
     format_func={"omit": "left out (counted)", "fail": "failed (DSG's 0)"}.get,

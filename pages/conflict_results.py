@@ -85,9 +85,9 @@ else:
         note = st.text_input("Note (why)", max_chars=2000)
         if st.form_submit_button("Decide", type="primary"):
             try:
-                cr.resolve(store, str(open_labels.task_id.iloc[choice]),
-                           str(open_labels.conflict.iloc[choice]), verdict == "conflict",
-                           note, actor=user.name)
+                vf.resolve_label(store, str(open_labels.task_id.iloc[choice]),
+                                 str(open_labels.conflict.iloc[choice]),
+                                 verdict == "conflict", note, actor=user.name)
             except ValueError as error:
                 st.error(str(error))
             else:

@@ -3,6 +3,7 @@ with a note; the decision is the verified label everywhere, append-only, in the 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from annotation.results import conflicts as cr
 from annotation.results import features
 from annotation.store import Store
 from annotation.store.history import history
-from annotation.work.verification import VerifySession, submit_task
+from annotation.work.verification import VerifySession, resolve_label, submit_task
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import ensure_account
 from tests.helpers.conflict_fixture import open_task_as, write_conflict_bundle
@@ -68,12 +69,12 @@ def test_the_decision_is_append_only_and_in_the_history(tied):
         assert list(zip(*[cr.undecided_labels(labels)[c] for c in ("task_id", "conflict")])
                     ) == [(task, kind)]
         with pytest.raises(ValueError, match="note"):
-            cr.resolve(store, task, kind, True, "  ", actor="boss")
+            resolve_label(store, task, kind, True, "  ", actor="boss")
         with pytest.raises(ValueError, match="no task"):
-            cr.resolve(store, "nope", kind, True, "why", actor="boss")
-        first = cr.resolve(store, task, kind, True, "both arrows and hair: a conflict",
+            resolve_label(store, "nope", kind, True, "why", actor="boss")
+        first = resolve_label(store, task, kind, True, "both arrows and hair: a conflict",
                            actor="boss")
-        second = cr.resolve(store, task, kind, False, "on a second look, no", actor="boss")
+        second = resolve_label(store, task, kind, False, "on a second look, no", actor="boss")
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             store.conn.execute("UPDATE conflict_resolutions SET label = 1")
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
@@ -89,6 +90,8 @@ def test_the_decision_is_append_only_and_in_the_history(tied):
         assert list(mine.answer) == ["conflict", "no conflict"]
         assert list(mine.who) == ["boss", "boss"]
         assert str(first) in mine.detail.iloc[1]  # the change names the row it supersedes
+        assert json.loads(mine.detail.iloc[1]) == {"resolution_id": second,
+                                                   "supersedes": first}
         # the report's grouping by conflict label reads the decision, as "verified"
         row = features.load_conflict_features(store).set_index("task_id").loc[task]
         assert (row[f"conflict.{kind}"], row[f"conflict.{kind}.source"]) == (False,

@@ -534,11 +534,12 @@ def test_conflict_csvs_neutralize_formulas(tmp_path):
                 session.submit()
         # the two verifiers disagree everywhere: an admin decides one tie
         from annotation.results import conflicts as conflict_results
+        from annotation.work.verification import resolve_label
 
         first = conflict_results.undecided_labels(conflict_results.conflict_tables(
             store)["verified_labels"]).iloc[0]
-        conflict_results.resolve(store, first.task_id, first.conflict, True,
-                                 "=HYPERLINK(\"http://x\")", actor="+boss")
+        resolve_label(store, first.task_id, first.conflict, True,
+                      "=HYPERLINK(\"http://x\")", actor="+boss")
     out = tmp_path / "out"
     assert main(["conflicts", "--db", str(db), "--out", str(out), "--quiet"]) == 0
     written = sorted(out.glob("*.csv"))

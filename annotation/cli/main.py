@@ -141,9 +141,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not Path(args.db).exists():
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
-    by = tuple(args.by or ())
     options = ReportOptions(n_boot=args.bootstrap, seed=args.seed,
-                            by=by[0] if len(by) == 1 else (by or None),
+                            by=tuple(args.by or ()) or None,
                             epsilon=args.epsilon, pair=tuple(args.pair or ()),
                             unanswered=args.unanswered)
     bar = None

@@ -123,12 +123,6 @@ def undecided_labels(labels: pd.DataFrame) -> pd.DataFrame:
                              "automatic"]].reset_index(drop=True)
 
 
-def resolve(store: Store, task_id: str, conflict: str, label: bool, note: str, *,
-            actor: str) -> int:
-    """An admin's decision on a conflict label (:func:`annotation.store.conflicts.resolve`)."""
-    return conflict_rows.resolve(store, task_id, conflict, label, note, actor=actor)
-
-
 def load_resolutions(store: Store) -> pd.DataFrame:
     """The admins' current decisions on conflict labels (see :func:`verified_labels`)."""
     return conflict_rows.resolutions_df(store)

@@ -33,9 +33,10 @@ from typing import Any
 import pandas as pd
 
 from annotation.store import Store
+from annotation.work.verification import CONFLICT_TYPES
 
 #: Conflict types of VIF-Bench, in report order; ``any`` pools them per task.
-CONFLICTS = ("orientation", "light", "wind", "pose")
+CONFLICTS = CONFLICT_TYPES
 SOURCES = ("verified", "published", "rules")
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import pandas as pd
 
 from annotation.results.features import CONFLICTS, SOURCES
+from annotation.results.paper_tables import judge_order
 from annotation.results.ratings import AVERAGE, HUMAN_MEAN, with_average
 from annotation.results.study import GroupBy, StudyData, output_groups
 from annotation.stats.means import mean_interval, welch_difference
@@ -55,7 +56,7 @@ def output_scores(study: StudyData) -> pd.DataFrame:
 
 
 def _order(scores: pd.DataFrame) -> tuple[list[str], list[str]]:
-    scorers = sorted(set(scores.scorer) - {HUMAN_MEAN}) + (
+    scorers = judge_order(sorted(set(scores.scorer) - {HUMAN_MEAN})) + (
         [HUMAN_MEAN] if HUMAN_MEAN in set(scores.scorer) else [])
     criteria = [c for c in dict.fromkeys(scores.criterion) if c != AVERAGE] + (
         [AVERAGE] if AVERAGE in set(scores.criterion) else [])

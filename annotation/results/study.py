@@ -110,9 +110,10 @@ def _sort_key(value: Any) -> tuple[int, Any]:
 
 
 def _flat_meta(meta: str) -> dict[str, object]:
-    data = json.loads(meta) if meta else {}
-    return {f"meta.{k}": v for k, v in data.items()
-            if isinstance(v, str | int | float | bool) or v is None}
+    """A question's meta as ``meta.<path>`` columns (:func:`features.flat_meta`), scalars
+    only: the leniency table's question categories."""
+    flat = features.flat_meta(json.loads(meta) if meta else {})
+    return {k: v for k, v in flat.items() if not isinstance(v, tuple)}
 
 
 def _with_features(store: Store, outputs: pd.DataFrame) -> pd.DataFrame:

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from annotation.results.checklist import SEP, StudyDecisions
+from annotation.results.checklist import HUMAN_MAJORITY, SEP, StudyDecisions
+from annotation.results.paper_tables import judge_order
 from annotation.results.study import StudyData
 from annotation.stats.means import mean_interval
 
-HUMAN_MAJORITY = "human majority"
 POOLS = {"color": "attribute", "shape": "attribute", "texture": "attribute",
          "2d": "relation", "3d": "relation", "action": "relation",
          "numeracy": "reasoning", "differentiation": "reasoning",
@@ -116,8 +116,9 @@ def _scored(study: StudyData, decided: StudyDecisions) -> pd.DataFrame:
 
 
 def _scorer_order(names: pd.Series) -> list[str]:
+    """The judges as the papers order them (:func:`judge_order`), the humans last."""
     found = set(names)
-    return sorted(found - {HUMAN_MAJORITY}, key=lambda n: (n.startswith("ensemble"), n)) + (
+    return judge_order(sorted(found - {HUMAN_MAJORITY})) + (
         [HUMAN_MAJORITY] if HUMAN_MAJORITY in found else [])
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from annotation.store import now_iso
+from annotation.vif.conflicts import CONFLICT_KEYS
 
 if TYPE_CHECKING:
     from annotation.store import Store
@@ -43,8 +44,6 @@ def readings_df(store: Store) -> pd.DataFrame:
         " FROM current_prelabel_readings ORDER BY task_id, verifier, image_idx, attribute")
 
 
-CONFLICT_TYPES = ("orientation", "light", "wind", "pose")
-
 
 def resolutions_df(store: Store, *, history: bool = False) -> pd.DataFrame:
     """Current resolutions (or, with ``history``, every one written): task_id, conflict,
@@ -61,8 +60,8 @@ def resolve(store: Store, task_id: str, conflict: str, label: bool, note: str, *
     ``conflict``, with a ``note`` saying why (required); it supersedes an earlier decision
     on the same label. Returns the new row id. ``ValueError`` for an unknown task or
     conflict type or an empty note."""
-    if conflict not in CONFLICT_TYPES:
-        raise ValueError(f"conflict must be one of {', '.join(CONFLICT_TYPES)}, not "
+    if conflict not in CONFLICT_KEYS:
+        raise ValueError(f"conflict must be one of {', '.join(CONFLICT_KEYS)}, not "
                          f"{conflict!r}")
     if not note or not note.strip():
         raise ValueError("a decision needs a note saying why (it stays in the history)")

@@ -44,6 +44,7 @@ import pandas as pd
 
 from annotation.store import Store, items
 from annotation.store import answers as answer_rows
+from annotation.store import conflicts as conflict_rows
 from annotation.store import project as project_rows
 from annotation.store import queue as queues
 from annotation.store.answers import Delivery
@@ -109,6 +110,15 @@ class VerifySettings:
 
 def get_settings(store: Store) -> VerifySettings:
     return ROUTER.settings(store)
+
+
+def resolve_label(store: Store, task_id: str, conflict: str, label: bool, note: str, *,
+                  actor: str) -> int:
+    """An admin's decision on a conflict label the verifiers left tied, with a note
+    (:func:`annotation.store.conflicts.resolve`: append-only, the acting admin re-checked
+    in the write's transaction); it is the verified label from then on
+    (:func:`annotation.results.conflicts.verified_labels`)."""
+    return conflict_rows.resolve(store, task_id, conflict, label, note, actor=actor)
 
 
 def set_settings(store: Store, actor: str, **changes: Any) -> VerifySettings:
