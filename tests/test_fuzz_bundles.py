@@ -197,7 +197,8 @@ FIELDS: list[tuple[str, int | None, list[Any], str]] = [
     *[(TSK, 1, ["images", i, "meta"], "obj") for i in range(3)],
     *[(TSK, 1, ["questions", i], "elem") for i in range(3)],
     *[(TSK, 1, ["questions", i, key], "str") for i in range(3)
-      for key in ("question_id", "text", "pass_answer", "operator", "target")],
+      for key in ("text", "pass_answer", "operator", "target")],
+    *[(TSK, 1, ["questions", i, "question_id"], "qid") for i in range(3)],
     *[(TSK, 1, ["questions", i, "depends_on"], "list") for i in range(3)],
     *[(TSK, 1, ["questions", i, "meta"], "obj") for i in range(3)],
     *[(OUT, n, [key], "str") for n in (1, 2) for key in ("output_id", "task_id", "generator")],
@@ -205,16 +206,20 @@ FIELDS: list[tuple[str, int | None, list[Any], str]] = [
     *[(OUT, n, ["missing"], "bool") for n in (1, 2)], *[(OUT, n, ["meta"], "obj") for n in (1, 2)],
     *[(JDG, n, [key], "str") for n in range(1, 6) for key in ("judge", "output_id", "raw",
                                                              "parse_status")],
-    *[(JDG, n, [key], "str") for n in (1, 2, 3) for key in ("question_id", "answer")],
+    *[(JDG, n, ["answer"], "str") for n in (1, 2, 3)],
+    *[(JDG, n, ["question_id"], "qid") for n in (1, 2, 3)],
     *[(JDG, n, ["criterion"], "str") for n in (4, 5)],
     *[(JDG, n, ["score"], "num") for n in (4, 5)],
     *[(ANN, n, [key], "str") for n in (1, 2, 3) for key in ("annotator", "output_id", "note",
                                                            "created_at")],
-    *[(ANN, n, [key], "str") for n in (1, 2) for key in ("question_id", "answer")],
+    *[(ANN, n, ["answer"], "str") for n in (1, 2)],
+    *[(ANN, n, ["question_id"], "qid") for n in (1, 2)],
     (ANN, 3, ["criterion"], "str"), (ANN, 3, ["score"], "num"),
 ]
 WRONG = {
     "str": [0, 7, -1.5, True, False, [], ["t1"], {}, {"t": 1}],
+    # a question id may be a whole number (read as its text: DSG numbers questions 1..n)
+    "qid": [-1.5, True, False, [], ["t1"], {}, {"t": 1}],
     "num": ["7", "", "1e3", True, False, [], [7], {}, {"v": 7}],
     "list": ["x", 3, True, {}, {"a": 1}],
     "obj": [[], ["x"], "x", 5, True],

@@ -604,9 +604,16 @@ def _read_tasks(root: Path, rd: _Reader, project: ProjectData, probe: ImageProbe
         project.questions.extend(parsed)
 
 
+def _number_id(value: Any) -> Any:
+    """A question id written as a whole number (DSG numbers questions 1..n) as its text;
+    anything else unchanged (the checks that follow report what is wrong)."""
+    return str(value) if type(value) is int else value
+
+
 def _question(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str,
               checklist_id: str, position: int) -> Question | None:
     rd.keys(obj, QUESTION_KEYS, where, prefix)
+    obj = {**obj, "question_id": _number_id(obj.get("question_id"))}
     qid = rd.text(obj, "question_id", where, prefix)
     text = rd.text(obj, "text", where, prefix)
     pass_answer = rd.enum(obj, "pass_answer", YES_NO, where, prefix)
@@ -615,6 +622,8 @@ def _question(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str
     depends = obj.get("depends_on", [])
     if depends is None:
         depends = []
+    if isinstance(depends, list):
+        depends = [_number_id(d) for d in depends]
     if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
         rd.add(*where, prefix + "depends_on", "must be a list of question ids")
         depends = []
@@ -679,7 +688,7 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
         if raw is not None and (type(raw) is not str or len(raw) > MAX_TEXT):
             rd.text(obj, "raw", where, required=False, nonempty=False)
             continue
-        qid = obj.get("question_id")
+        qid = _number_id(obj.get("question_id"))
         crit = obj.get("criterion")
         answer = obj.get("answer")
         score = obj.get("score")
@@ -730,6 +739,8 @@ def _read_annotations(root: Path, rd: _Reader, project: ProjectData) -> None:
     for number, obj in _jsonl(root, name, rd, required=False):
         where = (name, number)
         rd.keys(obj, ANNOTATION_KEYS, where)
+        if "question_id" in obj:
+            obj = {**obj, "question_id": _number_id(obj["question_id"])}
         annotator = rd.text(obj, "annotator", where)
         output_id = rd.text(obj, "output_id", where)
         qid = rd.text(obj, "question_id", where, required=False)

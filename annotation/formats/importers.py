@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotation.formats import bundle, validate
+from annotation.formats import bundle, question_ids, validate
 from annotation.records import ImportRefused, Problem, ProjectData
 from annotation.store import Store, guard
 
@@ -110,7 +110,11 @@ Progress = Callable[[int], object] | None
 
 def import_project(store: Store, project: ProjectData, *, user: str | None = None,
                    progress: Progress = None) -> ImportSummary:
-    """Validate records against the store and write them in one transaction."""
+    """Validate records against the store and write them in one transaction.
+
+    Question ids unique only within their checklist are made unique first
+    (:mod:`annotation.formats.question_ids`)."""
+    project = question_ids.qualify_question_ids(project, *store.question_checklists())
     existing = store.existing_rows(project)
     existing.update(validate.existing_tree_rows(store, project))
     checked = validate.check_project(project, existing)

@@ -400,6 +400,15 @@ class Store:
         }
         return existing
 
+    def question_checklists(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        """Every stored question -> its checklist, task -> its checklist and output -> its
+        task: what :func:`annotation.formats.question_ids.qualify_question_ids` resolves
+        question ids with."""
+        questions = dict(self.conn.execute("SELECT question_id, checklist_id FROM questions"))
+        tasks = dict(self.conn.execute("SELECT task_id, checklist_id FROM tasks"))
+        outputs = dict(self.conn.execute("SELECT output_id, task_id FROM outputs"))
+        return questions, tasks, outputs
+
     # ----------------------------------------------------------------- writing
     def write(self, project: ProjectData, *, user: str | None = None) -> int:
         """Write a validated import in one transaction; return its ``import_id``.
