@@ -5,7 +5,7 @@ import streamlit as st
 from annotation.accounts import auth
 from annotation.ui.app_state import open_store
 from annotation.ui.widgets import require
-from annotation.work import workflow
+from annotation.work import validation_set, workflow
 
 user = require("admin")
 store = open_store(st.session_state)
@@ -43,6 +43,32 @@ with right, st.form("sample"):
         workflow.draw_sample(store, user.name, mode, int(size) if mode != "all" else None,
                              int(seed))
         st.rerun()
+
+with (st.expander("Validation set: questions balanced yes / no (TIIF-Bench)"),
+      st.form("validation_set")):
+        st.caption("Draws questions over exactly that many outputs, half 'yes' and half "
+                   "'no', and makes those outputs the sample (their whole checklists are "
+                   "annotated); the report scores each judge on these questions "
+                   "(validation_set.csv). Balance on the human majority to draw, from a "
+                   "pool already annotated, when nearly every expected answer is 'yes'.")
+        columns = st.columns(4)
+        images = columns[0].number_input("Outputs", 1, max(total, 1), min(300, max(total, 1)))
+        questions = columns[1].number_input("Questions (even)", 2, 100_000,
+                                            min(560, 2 * max(total, 1)), step=2)
+        set_seed = columns[2].number_input("Seed ", 0, 2**31 - 1, 0)
+        balance = columns[3].radio("Balance on", validation_set.BALANCES,
+                                   format_func={"expected": "expected answers",
+                                                "human": "human majority"}.get)
+        if st.form_submit_button("Draw the validation set"):
+            try:
+                drawn = validation_set.draw_validation_set(
+                    store, user.name, images=int(images), questions=int(questions),
+                    seed=int(set_seed), balance=str(balance))
+            except ValueError as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"{len(drawn)} questions over {drawn.output_id.nunique()} outputs; "
+                           "those outputs are now the sample.")
 
 st.subheader("Per annotator", anchor=False)
 st.dataframe(workflow.progress_by_annotator(store), hide_index=True, width="stretch")

@@ -440,6 +440,10 @@ def build_parser() -> argparse.ArgumentParser:
     from annotation.cli import recovery as recovery_cli
 
     recovery_cli.add_parsers(sub)  # judge-audit history | backup | restore
+
+    from annotation.cli import validation as validation_cli
+
+    validation_cli.add_parser(sub)  # judge-audit validation-set --db DB
     return parser
 
 

@@ -27,7 +27,9 @@ is documented in ``docs/report.md``):
   scores of each judge and of the humans per generator and group, and VIF-Bench's
   conflict vs no-conflict comparison; ``tiif_table.csv`` and ``tiif_pairs.csv``
   (:mod:`annotation.results.tiif`): TIIF-Bench's Table 2 per judge and for the humans, and
-  the paired short vs long prompts.
+  the paired short vs long prompts; ``validation_set.csv``
+  (:mod:`annotation.results.validation`): each judge's accuracy and balanced accuracy on
+  the balanced question-level validation set, when one was drawn.
 
 Same seed, same numbers: every bootstrap is seeded from ``seed``.
 """
@@ -64,6 +66,7 @@ from annotation.results.paper_tables import trace_table, vif_table
 from annotation.results.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
 from annotation.results.reliability import reliability_table
 from annotation.results.study import StudyData
+from annotation.results.validation import validation_table
 from annotation.stats.comparison import adjust_pvalues, paired_bootstrap_diff, williams_t, zou_ci
 from annotation.stats.system import system_level
 
@@ -73,7 +76,7 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "vif_table", "trace_table", "leniency", "bland_altman", "annotators",
           "alt_test_annotators",
           # added with the benchmarks' protocols (issue #15)
-          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs")
+          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "validation_set")
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "vif_conflicts": lambda: conflict_scores_table(study),
         "tiif_table": lambda: tiif.tiif_table(study, decided),
         "tiif_pairs": lambda: tiif.tiif_pairs(study, decided),
+        "validation_set": lambda: validation_table(study, decided, **boot),
     }
     for name, step in steps.items():
         if progress:
@@ -314,6 +318,21 @@ def paper_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFr
         out.append(("TIIF-Bench Table 2 layout: mean image score (share of questions "
                     "answered as expected, x 100) per scorer and generator, short and long "
                     "prompts", tiif.tiif_wide(table2)))
+    validation = tables.get("validation_set")
+    if validation is not None and not validation.empty:
+        first = validation.iloc[0]
+        shown = validation[["judge", "reference", "paired_judge", "n_decisions"]].copy()
+        for name, column in (("accuracy", "accuracy"), ("balanced accuracy",
+                                                        "balanced_accuracy")):
+            shown[f"{name} [95% CI]"] = [
+                "" if pd.isna(v) else (f"{v:.3f}" if pd.isna(lo) else
+                                       f"{v:.3f} [{lo:.3f}, {hi:.3f}]")
+                for v, lo, hi in zip(validation[column], validation[f"{column}_lo"],
+                                     validation[f"{column}_hi"], strict=True)]
+        out.append((f"TIIF-Bench validation set (Key Design 4): {first.n_questions} questions "
+                    f"over {first.n_images} images, expected {first.expected_yes} yes / "
+                    f"{first.expected_no} no, human majority {first.human_yes} yes / "
+                    f"{first.human_no} no", shown))
     trace = tables.get("trace_table")
     if trace is not None and not trace.empty:
         for unit in dict.fromkeys(trace.unit):

@@ -34,7 +34,7 @@ from typing import Any
 import pandas as pd
 
 from annotation.results import features
-from annotation.store import Store
+from annotation.store import Store, items
 from annotation.store import project as project_rows
 
 #: ``--by``: one grouping key, several (their combinations), or none (:func:`output_groups`)
@@ -53,6 +53,9 @@ class StudyData:
     judges: pd.DataFrame
     times: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["annotator", "output_id", "active_seconds"]))
+    #: the question-level validation set (:mod:`annotation.work.validation_set`), if drawn
+    validation: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["output_id", "question_id"]))
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -169,4 +172,5 @@ def load_study(store: Store) -> StudyData:
         criteria=store.criteria_df(),
         judges=store.judges_df(),
         times=times[~times.output_id.isin(nodes)].reset_index(drop=True),
+        validation=items.validation_pairs(store),
     )

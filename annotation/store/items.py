@@ -25,7 +25,8 @@ def annotatable_outputs(store: Store) -> pd.DataFrame:
     df = store.query_df(
         "SELECT output_id, task_id, generator, meta FROM outputs"
         " WHERE missing = 0 AND sha256 IS NOT NULL ORDER BY rowid")
-    root = [output_node(m) == ROOT for m in df["meta"]]
+    root = pd.Series([output_node(m) == ROOT for m in df["meta"]], index=df.index,
+                     dtype=bool)
     return df[root].drop(columns="meta").reset_index(drop=True)
 
 
@@ -40,7 +41,49 @@ def replace_sample(store: Store, actor: str, chosen: Sequence[str],
     with store.transaction(user=actor, role="admin") as conn:
         conn.execute("DELETE FROM sample")
         conn.executemany("INSERT INTO sample (output_id) VALUES (?)", [(o,) for o in chosen])
+        conn.execute("DELETE FROM project WHERE key = ?", [VALIDATION_KEY])
         append_audit(conn, actor=actor, action="workflow.sample", subject=None, detail=detail)
+
+
+VALIDATION_KEY = "validation_set"
+"""The project key holding the question-level validation set (JSON: detail and pairs)."""
+
+
+def checklist_candidates(store: Store) -> pd.DataFrame:
+    """``output_id, question_id, pass_answer`` of every checklist question of every
+    annotatable output (:func:`annotatable_outputs`), in import and checklist order."""
+    outputs = annotatable_outputs(store)
+    pairs = store.query_df(
+        "SELECT o.output_id, q.question_id, q.pass_answer FROM outputs o"
+        " JOIN tasks t ON t.task_id = o.task_id"
+        " JOIN questions q ON q.checklist_id = t.checklist_id"
+        " ORDER BY o.rowid, q.position")
+    return pairs[pairs.output_id.isin(set(outputs.output_id))].reset_index(drop=True)
+
+
+def replace_validation_set(store: Store, actor: str, pairs: pd.DataFrame,
+                           detail: dict[str, Any]) -> None:
+    """Make the outputs of ``pairs`` (``output_id, question_id``) the sample and ``pairs``
+    the validation set, in one transaction, audited as ``workflow.sample`` with
+    ``detail``."""
+    chosen = list(dict.fromkeys(pairs.output_id))
+    value = json.dumps({**detail, "pairs": [[str(o), str(q)] for o, q in zip(
+        pairs.output_id, pairs.question_id, strict=True)]})
+    with store.transaction(user=actor, role="admin") as conn:
+        conn.execute("DELETE FROM sample")
+        conn.executemany("INSERT INTO sample (output_id) VALUES (?)", [(o,) for o in chosen])
+        conn.execute("INSERT INTO project (key, value) VALUES (?, ?) ON CONFLICT(key)"
+                     " DO UPDATE SET value = excluded.value", [VALIDATION_KEY, value])
+        append_audit(conn, actor=actor, action="workflow.sample", subject=None,
+                     detail={**detail, "drawn": len(chosen), "questions": len(pairs)})
+
+
+def validation_pairs(store: Store) -> pd.DataFrame:
+    """The validation set's ``output_id, question_id`` (empty when none was drawn)."""
+    row = store.conn.execute("SELECT value FROM project WHERE key = ?",
+                             [VALIDATION_KEY]).fetchone()
+    pairs = json.loads(row[0])["pairs"] if row and row[0] else []
+    return pd.DataFrame(pairs, columns=["output_id", "question_id"], dtype=object)
 
 
 def output_task(store: Store, output_id: str) -> tuple[str, str | None]:
