@@ -270,3 +270,20 @@ def test_the_assignment_page_draws_the_set_and_says_what_is_short(project_db, mo
     assert not at.error and "30 questions over 20 outputs" in at.success[0].value
     with Store.open(project_db) as store:
         assert len(items.validation_pairs(store)) == 30 and len(items.sample_ids(store)) == 20
+
+
+def test_a_project_without_images_has_no_candidates_and_no_crash(tmp_path):
+    """A TIIF-Bench import without its image folder: every output is missing."""
+    root = tmp_path / "b"
+    root.mkdir()
+    (root / "bundle.json").write_text(json.dumps({"name": "n", "benchmark": "TIIF-Bench"}))
+    write_jsonl(root / "tasks.jsonl", [{"task_id": "t", "instruction": "x", "questions": [
+        {"question_id": "q", "text": "?", "pass_answer": "yes"}]}])
+    write_jsonl(root / "outputs.jsonl", [{"output_id": "t/m", "task_id": "t",
+                                         "generator": "m", "path": None, "missing": True}])
+    with Store.open(tmp_path / "p.db") as store:
+        import_path(store, root)
+        assert items.annotatable_outputs(store).empty
+        assert items.checklist_candidates(store).empty
+        with pytest.raises(ValueError, match="only 0 outputs with checklist questions"):
+            draw_validation_set(store, "admin", images=1, questions=2)
