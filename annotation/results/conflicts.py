@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ from annotation.vif.conflicts import CONFLICT_KEYS, normalize_yaw, yaw_differenc
 from annotation.work.verification import (
     ATTRIBUTE_TYPE,
     CONFLICT_TYPES,
+    VerifyItem,
     conflict_types,
     decisions_on,
     load_verify_item,
@@ -64,9 +65,15 @@ def load_verdicts(store: Store, *, history: bool = False) -> pd.DataFrame:
     return df
 
 
-def load_tasks(store: Store) -> pd.DataFrame:
+def load_items(store: Store) -> dict[str, VerifyItem]:
+    """What the verification page shows of each verifiable task, by task id."""
+    return {task_id: load_verify_item(store, task_id) for task_id in verifiable_tasks(store)}
+
+
+def load_tasks(store: Store, items: Mapping[str, VerifyItem] | None = None) -> pd.DataFrame:
     """Per task and conflict type it can have: the automatic label (published, else the
-    rules'), the published label and the rules' decision on the pre-labels."""
+    rules'), the published label and the rules' decision on the pre-labels. ``items``:
+    from :func:`load_items`, when the caller has them already."""
     rows = []
     tasks = store.tasks_df()
     for task_id, meta in zip(tasks["task_id"], tasks["meta"], strict=True):
@@ -74,7 +81,8 @@ def load_tasks(store: Store) -> pd.DataFrame:
             rows.append({"task_id": task_id, "conflict": None, "automatic": None,
                          "published": None, "rules": None})
             continue
-        for check in load_verify_item(store, task_id).checks:
+        item = items[task_id] if items is not None else load_verify_item(store, task_id)
+        for check in item.checks:
             rows.append({"task_id": task_id, "conflict": check.conflict,
                          "automatic": check.automatic, "published": check.published,
                          "rules": check.rule.conflict})
@@ -443,16 +451,16 @@ def prelabel_accuracy(verified: pd.DataFrame) -> pd.DataFrame:
     return table.astype({"correct": "Int64"})
 
 
-def rules_on_readings(store: Store, verified: pd.DataFrame) -> pd.DataFrame:
-    """Per task and conflict type it can have: the rules' decision (Appendix C.4) on the
-    verified readings of its reference images (:func:`verified_prelabels`), the pre-label
-    where an image has no verified reading. A reading is of the image, so a correction
-    made in one task changes this decision in every task showing that image."""
+def rules_on_readings(items: Mapping[str, VerifyItem], verified: pd.DataFrame) -> pd.DataFrame:
+    """Per task (``items``: :func:`load_items`) and conflict type it can have: the rules'
+    decision (Appendix C.4) on the verified readings of its reference images
+    (:func:`verified_prelabels`), the pre-label where an image has no verified reading. A
+    reading is of the image, so a correction made in one task changes this decision in
+    every task showing that image."""
     value = {(r.image_sha256, r.attribute): r.verified
              for r in verified.itertuples(index=False) if r.verified is not None}
     rows = []
-    for task_id in verifiable_tasks(store):
-        item = load_verify_item(store, task_id)
+    for task_id, item in items.items():
         sha = {im.index: im.sha256 for im in item.images}
         readings = {(i, a): value[(sha[i], a)] for i, a in item.needed()
                     if (sha[i], a) in value}
@@ -468,13 +476,14 @@ def conflict_tables(store: Store) -> dict[str, pd.DataFrame]:
     """Every table of the conflict report, by file name (without extension)."""
     verdicts = load_verdicts(store)
     labels = verified_labels(verdicts, load_resolutions(store))
-    tasks = load_tasks(store)
+    items = load_items(store)
+    tasks = load_tasks(store, items)
     rules = tasks[tasks["conflict"].notna()]
     consistency = rules.assign(
         consistent=[p is None or r is None or p == r
                     for p, r in zip(rules["published"], rules["rules"], strict=True)])
     prelabels = verified_prelabels(load_image_readings(store), load_prelabels(store))
-    consistency = consistency.merge(rules_on_readings(store, prelabels), how="left",
+    consistency = consistency.merge(rules_on_readings(items, prelabels), how="left",
                                     on=["task_id", "conflict"])
     consistency["rules_on_readings"] = consistency["rules_on_readings"].astype(object).where(
         consistency["rules_on_readings"].notna(), None)

@@ -533,7 +533,8 @@ MIGRATIONS.append("""
         SELECT i.sha256 FROM images i
         WHERE i.task_id = prelabel_readings.task_id AND i.idx = prelabel_readings.image_idx);
     CREATE INDEX prelabel_readings_image
-        ON prelabel_readings(verifier, image_sha256, attribute, reading_id);
+        ON prelabel_readings(image_sha256, verifier, attribute, reading_id);
+    CREATE INDEX images_sha256 ON images(sha256);
     CREATE TRIGGER prelabel_readings_image_hash BEFORE INSERT ON prelabel_readings
         WHEN NEW.image_sha256 IS NOT (SELECT i.sha256 FROM images i
             WHERE i.task_id = NEW.task_id AND i.idx = NEW.image_idx)
