@@ -27,10 +27,21 @@ CAPTIONS = {
                        "label (an admin's decision where there is one: resolved_by, "
                        "resolution_note).",
     "published_vs_rules": "Published labels against the rules recomputed on the pre-labels: "
-                          "an inconsistent row is worth a look before verification.",
+                          "an inconsistent row is worth a look before verification; "
+                          "rules_on_readings: the rules on the verified readings.",
     "verdict_history": "Every verdict ever given, superseded ones included.",
     "resolution_history": "Every decision on a tied or undecided label, superseded ones "
                           "included.",
+    "prelabel_accuracy": "How good the VLM pre-labels were, over distinct reference images: "
+                         "the yaw error against the verified yaw (degrees: median, mean, "
+                         "90th percentile, shares within 22.5 and 45) and, per yes/no "
+                         "attribute, accuracy with its Wilson 95% interval.",
+    "verified_prelabels": "Per reference image (content hash) and attribute: the pre-label, "
+                          "each verifier's current reading (given in whichever task) and "
+                          "the verified reading, with the tasks showing the image.",
+    "reading_history": "Every pre-label reading ever given, superseded ones included (a "
+                       "correction in one task supersedes the reading of that image made "
+                       "in another).",
 }
 
 user = require("admin")
@@ -93,8 +104,9 @@ else:
             else:
                 st.rerun()
 for name in ("conflict_agreement", "verifier_agreement", "conflict_statistics",
-             "verified_labels", "published_vs_rules", "verdict_history",
-             "resolution_history"):
+             "verified_labels", "published_vs_rules", "prelabel_accuracy",
+             "verified_prelabels", "verdict_history", "resolution_history",
+             "reading_history"):
     st.subheader(name.replace("_", " ").capitalize(), anchor=False)
     st.caption(CAPTIONS[name])
     table = tables[name]

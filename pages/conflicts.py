@@ -2,8 +2,10 @@
 
 Layout only: the controller is annotation.work.verification.VerifySession. Per conflict type
 the page shows the reference(s) next to the visual instruction they may conflict with, the
-pre-labels as editable fields, the targets in words and, once allowed (blind mode), the
-automatic decision with the rule that fired; then the verifier's verdict.
+pre-labels as editable fields (a reference this verifier already read in another task
+shows that reading, "read in task X": a reading is of the image, asked once), the targets
+in words and, once allowed (blind mode), the automatic decision with the rule that fired;
+then the verifier's verdict.
 """
 
 import streamlit as st
@@ -52,6 +54,7 @@ if session.task_id is None:
 item = session.item
 settings = session.settings
 readings = session.readings()
+elsewhere = session.read_elsewhere()  # this verifier's readings of these images, elsewhere
 verdicts = session.verdicts()
 if session.keep_pending_notes(verdicts):  # notes typed before their verdict arrived
     verdicts = session.verdicts()
@@ -75,6 +78,9 @@ if not revealed:
     st.info("**Step 1 of 2:** check each pre-label against the images and correct it where "
             "it is wrong, then confirm your reading (Enter). The automatic decision is shown "
             "after that.", icon=":material/visibility_off:")
+if item.needed() and all(key in elsewhere for key in item.needed()):
+    st.caption("You read every reference image of this task in other tasks (shown "
+               "below, editable): only the verdicts are needed.")
 
 
 def thumb(index: int, width: int = render.CHECK_SIZE) -> None:
@@ -117,6 +123,9 @@ for check in item.checks:
                         st.checkbox(vf.ATTRIBUTE_LABELS[attr], value=bool(value), key=key,
                                     help=help_text, on_change=save, args=(index, attr, key))
                     before = ref.prelabel.get(attr)
+                    if (index, attr) in elsewhere:
+                        st.caption(f":green[read in task {inert(elsewhere[(index, attr)])}]"
+                                   " · an edit applies in every task with this image")
                     if given and readings[(index, attr)] != before:
                         st.caption(f":orange[changed: the pre-label said {before!r}]")
         if check.targets:

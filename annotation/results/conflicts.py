@@ -14,6 +14,10 @@ DataFrame (one row per conflict type, plus ``all`` where pooling makes sense):
 * :func:`verifier_agreement`: inter-annotator agreement on the verified labels:
   Krippendorff's alpha, nominal (Krippendorff 2011), and the mean pairwise percent
   agreement over tasks with two or more verifiers.
+* :func:`verified_prelabels` and :func:`prelabel_accuracy`: the verified reading of each
+  reference image's pre-labels (a reading is of the image, matched to tasks by content
+  hash, VIF-Bench Appendix C.4) and how often the VLM pre-label agreed with it, per
+  attribute over distinct images; :func:`rules_on_readings`: the rules on those readings.
 * :func:`conflict_statistics`: "VIF-Bench: Evaluating Visual Instruction Following in
   Multi-Reference Image Generation", Section 3.2 ("438 of 1,241 tasks contain at least
   one conflict ... orientation conflict in 106 of the 315 tasks containing an orientation
@@ -25,19 +29,29 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from annotation.stats.agreement import binary_agreement
+from annotation.stats.agreement import binary_agreement, wilson_interval
 from annotation.stats.reliability import krippendorff_alpha
 from annotation.store import Store
 from annotation.store import conflicts as conflict_rows
-from annotation.vif.conflicts import CONFLICT_KEYS
-from annotation.work.verification import CONFLICT_TYPES, conflict_types, load_verify_item
+from annotation.vif.conflicts import CONFLICT_KEYS, normalize_yaw, yaw_difference
+from annotation.work.verification import (
+    ATTRIBUTE_TYPE,
+    CONFLICT_TYPES,
+    VerifyItem,
+    conflict_types,
+    decisions_on,
+    load_verify_item,
+    prelabel_value,
+    verifiable_tasks,
+)
 
 
 # ------------------------------------------------------------------------ loading
@@ -51,9 +65,15 @@ def load_verdicts(store: Store, *, history: bool = False) -> pd.DataFrame:
     return df
 
 
-def load_tasks(store: Store) -> pd.DataFrame:
+def load_items(store: Store) -> dict[str, VerifyItem]:
+    """What the verification page shows of each verifiable task, by task id."""
+    return {task_id: load_verify_item(store, task_id) for task_id in verifiable_tasks(store)}
+
+
+def load_tasks(store: Store, items: Mapping[str, VerifyItem] | None = None) -> pd.DataFrame:
     """Per task and conflict type it can have: the automatic label (published, else the
-    rules'), the published label and the rules' decision on the pre-labels."""
+    rules'), the published label and the rules' decision on the pre-labels. ``items``:
+    from :func:`load_items`, when the caller has them already."""
     rows = []
     tasks = store.tasks_df()
     for task_id, meta in zip(tasks["task_id"], tasks["meta"], strict=True):
@@ -61,7 +81,8 @@ def load_tasks(store: Store) -> pd.DataFrame:
             rows.append({"task_id": task_id, "conflict": None, "automatic": None,
                          "published": None, "rules": None})
             continue
-        for check in load_verify_item(store, task_id).checks:
+        item = items[task_id] if items is not None else load_verify_item(store, task_id)
+        for check in item.checks:
             rows.append({"task_id": task_id, "conflict": check.conflict,
                          "automatic": check.automatic, "published": check.published,
                          "rules": check.rule.conflict})
@@ -272,16 +293,200 @@ def labels_jsonl_rows(labels: pd.DataFrame, verdicts: pd.DataFrame,
     return out
 
 
+# ------------------------------------------------------------------------ pre-labels
+#: The binary pre-label attributes, in report order (yaw is reported as an angle).
+BINARY_ATTRIBUTES = ("yaw_reliable", "light_distinctive", "wind_responsive",
+                     "pose_distinctive")
+#: The yaw errors (degrees) whose shares the accuracy table reports.
+YAW_WITHIN = (22.5, 45.0)
+
+
+def load_image_readings(store: Store, *, history: bool = False) -> pd.DataFrame:
+    """Each verifier's current reading of each image (by content hash) and attribute, with
+    ``value`` decoded, kept where the verifier submitted a task showing the image (work in
+    progress is not a result yet); with ``history`` every reading row ever written."""
+    df = conflict_rows.image_readings_df(store, history=history)
+    if not history:
+        df = df[df["confirmed"] == 1].reset_index(drop=True)
+    df["value"] = df["value"].map(json.loads).astype(object)
+    return df
+
+
+def load_prelabels(store: Store) -> pd.DataFrame:
+    """The VLM pre-labels of the reference images, one row per image content hash,
+    attribute and pre-label value (tasks showing one image normally carry one pre-label;
+    differing ones are kept apart, never merged): image_sha256, attribute, prelabel,
+    tasks (the task ids, ``;``-joined)."""
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    images = store.query_df("SELECT task_id, sha256, meta FROM images WHERE role ="
+                            " 'reference' ORDER BY task_id, idx")
+    for task, sha, meta in images.itertuples(index=False):
+        label = json.loads(meta).get("prelabel")
+        if not isinstance(label, dict):
+            continue
+        for attribute in ATTRIBUTE_TYPE:
+            value = prelabel_value(label, attribute)
+            if value is None:
+                continue
+            row = rows.setdefault((sha, attribute, json.dumps(value)), {
+                "image_sha256": sha, "attribute": attribute, "prelabel": value, "tasks": []})
+            if task not in row["tasks"]:
+                row["tasks"].append(task)
+    out = pd.DataFrame(list(rows.values()),
+                       columns=["image_sha256", "attribute", "prelabel", "tasks"])
+    out["tasks"] = out["tasks"].map(";".join)
+    return out.astype({"prelabel": object})
+
+
+def circular_mean(degrees: Iterable[float]) -> float | None:
+    """The mean direction of angles in degrees, in ``(-180, 180]`` (Mardia & Jupp,
+    "Directional Statistics", Sec. 2.2.1: the direction of the resultant of the unit
+    vectors); None for no angle or a resultant of length ~0 (no mean direction)."""
+    values = [math.radians(float(d)) for d in degrees]
+    if not values:
+        return None
+    c = sum(math.cos(v) for v in values)
+    s = sum(math.sin(v) for v in values)
+    if math.hypot(c, s) < 1e-9 * len(values):
+        return None
+    return normalize_yaw(math.degrees(math.atan2(s, c)))
+
+
+def _consensus(attribute: str, values: list[Any]) -> Any:
+    """The verified reading of one image from its verifiers' readings: the circular mean
+    of the yaws given; for a binary attribute the strict majority (a tie: None)."""
+    if attribute == "yaw":
+        return circular_mean(v for v in values if v is not None and not isinstance(v, bool))
+    return _majority(bool(v) for v in values if v is not None) if any(
+        v is not None for v in values) else None
+
+
+def verified_prelabels(readings: pd.DataFrame, prelabels: pd.DataFrame) -> pd.DataFrame:
+    """Per image (content hash) and attribute: the verifiers' readings and the verified
+    reading (:func:`_consensus`), beside the VLM pre-label. ``readings``: from
+    :func:`load_image_readings`; ``prelabels``: from :func:`load_prelabels`. Images read
+    but without a pre-label are kept (``prelabel`` None). Columns: image_sha256,
+    attribute, prelabel, n_verifiers, readings (JSON ``{verifier: value}``), verified,
+    tasks."""
+    cols = ["image_sha256", "attribute", "prelabel", "n_verifiers", "readings", "verified",
+            "tasks"]
+    read: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in readings.itertuples(index=False):
+        read.setdefault((r.image_sha256, r.attribute), {})[r.verifier] = r.value
+    rows = []
+    for r in prelabels.itertuples(index=False):
+        given = read.get((r.image_sha256, r.attribute), {})
+        rows.append([r.image_sha256, r.attribute, r.prelabel, len(given),
+                     json.dumps(given, sort_keys=True),
+                     _consensus(r.attribute, list(given.values())), r.tasks])
+    labelled = set(zip(prelabels["image_sha256"], prelabels["attribute"], strict=True))
+    for (sha, attribute), given in sorted(read.items()):
+        if (sha, attribute) not in labelled:
+            rows.append([sha, attribute, None, len(given), json.dumps(given, sort_keys=True),
+                         _consensus(attribute, list(given.values())), ""])
+    table = pd.DataFrame(rows, columns=cols).astype({"prelabel": object, "verified": object})
+    for c in ("prelabel", "verified"):
+        table[c] = table[c].where(table[c].notna(), None)
+    return table.sort_values(["image_sha256", "attribute"], kind="stable").reset_index(
+        drop=True)
+
+
+def prelabel_accuracy(verified: pd.DataFrame) -> pd.DataFrame:
+    """How good the VLM pre-labels were, per attribute, over distinct images: agreement of
+    the pre-label with the verified reading (:func:`verified_prelabels`). VIF-Bench
+    pre-labels the reference pool with a VLM and verifies it by hand ("VIF-Bench:
+    Evaluating Visual Instruction Following in Multi-Reference Image Generation",
+    Section 3.2 and Appendix C.4); this is how often the verification changed it.
+
+    * ``yaw``: the error is the minimum angular difference on the circle between the
+      pre-label and the verified yaw (:func:`annotation.vif.conflicts.yaw_difference`), over
+      images whose facing direction the verifiers read as clear (verified ``yaw_reliable``
+      true: an unclear facing direction has no yaw to be wrong about): ``n``,
+      ``median_error``, ``mean_error``, ``p90_error`` (linear interpolation between order
+      statistics, numpy's default) in degrees and the shares within 22.5 and 45 degrees.
+    * the binary attributes: ``n`` images with a pre-label and a decided verified reading,
+      ``correct``, ``accuracy`` and its Wilson (1927) 95% interval (``accuracy_lo``,
+      ``accuracy_hi``; :func:`annotation.stats.agreement.wilson_interval`).
+
+    ``n_images``: images with a pre-label of the attribute; ``n_unread``: of those, not
+    yet read by anyone (or only in unsubmitted work); ``n_undecided``: read, but tied (or
+    for yaw: no mean direction, unclear, or no yaw given)."""
+    rows = []
+    for attribute in ("yaw", *BINARY_ATTRIBUTES):
+        sub = verified[(verified["attribute"] == attribute) & verified["prelabel"].notna()]
+        unread = int((sub["n_verifiers"] == 0).sum())
+        row: dict[str, Any] = {"attribute": attribute, "n_images": int(len(sub)),
+                               "n_unread": unread}
+        if attribute == "yaw":
+            clear = {sha for sha, v in zip(
+                verified.loc[verified["attribute"] == "yaw_reliable", "image_sha256"],
+                verified.loc[verified["attribute"] == "yaw_reliable", "verified"],
+                strict=True) if v is True}
+            errors = [yaw_difference(float(p), float(v))
+                      for sha, p, v in zip(sub["image_sha256"], sub["prelabel"],
+                                           sub["verified"], strict=True)
+                      if v is not None and sha in clear
+                      and isinstance(p, (int, float)) and not isinstance(p, bool)]
+            row |= {"n": len(errors), "n_undecided": len(sub) - unread - len(errors)}
+            arr = np.array(errors, dtype=float)
+            row |= {
+                "median_error": float(np.median(arr)) if len(arr) else math.nan,
+                "mean_error": float(arr.mean()) if len(arr) else math.nan,
+                "p90_error": float(np.percentile(arr, 90)) if len(arr) else math.nan,
+                **{f"within_{str(d).replace('.', '_').removesuffix('_0')}":
+                   float((arr <= d).mean()) if len(arr) else math.nan for d in YAW_WITHIN}}
+        else:
+            pairs = [(bool(p), bool(v)) for p, v in zip(sub["prelabel"], sub["verified"],
+                                                        strict=True) if v is not None]
+            correct = sum(1 for p, v in pairs if p == v)
+            interval = wilson_interval(correct, len(pairs))
+            row |= {"n": len(pairs), "n_undecided": len(sub) - unread - len(pairs),
+                    "correct": correct, "accuracy": interval.estimate,
+                    "accuracy_lo": interval.lo, "accuracy_hi": interval.hi}
+        rows.append(row)
+    cols = ["attribute", "n_images", "n_unread", "n_undecided", "n", "correct", "accuracy",
+            "accuracy_lo", "accuracy_hi", "median_error", "mean_error", "p90_error",
+            "within_22_5", "within_45"]
+    table = pd.DataFrame(rows).reindex(columns=cols)
+    return table.astype({"correct": "Int64"})
+
+
+def rules_on_readings(items: Mapping[str, VerifyItem], verified: pd.DataFrame) -> pd.DataFrame:
+    """Per task (``items``: :func:`load_items`) and conflict type it can have: the rules'
+    decision (Appendix C.4) on the verified readings of its reference images
+    (:func:`verified_prelabels`), the pre-label where an image has no verified reading. A
+    reading is of the image, so a correction made in one task changes this decision in
+    every task showing that image."""
+    value = {(r.image_sha256, r.attribute): r.verified
+             for r in verified.itertuples(index=False) if r.verified is not None}
+    rows = []
+    for task_id, item in items.items():
+        sha = {im.index: im.sha256 for im in item.images}
+        readings = {(i, a): value[(sha[i], a)] for i, a in item.needed()
+                    if (sha[i], a) in value}
+        decided = decisions_on(item, readings)
+        rows += [{"task_id": task_id, "conflict": c.conflict,
+                  "rules_on_readings": decided[c.conflict].conflict} for c in item.checks]
+    return pd.DataFrame(rows, columns=["task_id", "conflict", "rules_on_readings"]).astype(
+        object)
+
+
 # ------------------------------------------------------------------------ the report
 def conflict_tables(store: Store) -> dict[str, pd.DataFrame]:
     """Every table of the conflict report, by file name (without extension)."""
     verdicts = load_verdicts(store)
     labels = verified_labels(verdicts, load_resolutions(store))
-    tasks = load_tasks(store)
+    items = load_items(store)
+    tasks = load_tasks(store, items)
     rules = tasks[tasks["conflict"].notna()]
     consistency = rules.assign(
         consistent=[p is None or r is None or p == r
                     for p, r in zip(rules["published"], rules["rules"], strict=True)])
+    prelabels = verified_prelabels(load_image_readings(store), load_prelabels(store))
+    consistency = consistency.merge(rules_on_readings(items, prelabels), how="left",
+                                    on=["task_id", "conflict"])
+    consistency["rules_on_readings"] = consistency["rules_on_readings"].astype(object).where(
+        consistency["rules_on_readings"].notna(), None)
     return {
         "conflict_agreement": automatic_vs_verified(labels),
         "verifier_agreement": verifier_agreement(verdicts),
@@ -290,6 +495,10 @@ def conflict_tables(store: Store) -> dict[str, pd.DataFrame]:
         "verdict_history": load_verdicts(store, history=True),
         "resolution_history": conflict_rows.resolutions_df(store, history=True),
         "published_vs_rules": consistency,
+        "prelabel_accuracy": prelabel_accuracy(prelabels),
+        "verified_prelabels": prelabels,
+        "reading_history": load_image_readings(store, history=True).drop(
+            columns="confirmed").astype({"supersedes": "Int64"}),
     }
 
 

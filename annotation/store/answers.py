@@ -8,7 +8,10 @@ no later row supersedes (the triggers and views are made by
 * ``annotation``: a checklist answer or a rating (``annotations``; key: question or
   criterion of one output);
 * ``reading``: a verifier's reading of a pre-label (``prelabel_readings``; key: image and
-  attribute of one task);
+  attribute of one task). A reading is of the image's *content*: the writer fills its
+  ``image_sha256`` from the task and image index, and the current reading is the
+  verifier's newest row for that hash and attribute, in whichever task it was given
+  (``current_image_readings``; schema 9, VIF-Bench's pool images verified once);
 * ``verdict``: a verifier's verdict on a conflict label (``conflict_verdicts``; key: the
   conflict type of one task);
 * ``review``: a reviewer's localization of one failing instance of a diagnostic tree
@@ -53,6 +56,12 @@ class AnswerKind:
     nullable_key: bool = False
     #: a table whose ``(name, created_at)`` rows register the people who answered
     registry: str | None = None
+    #: the columns that say what was answered across units, when one answer applies in
+    #: every unit showing the same thing (readings: the image's content hash and the
+    #: attribute); the current answer is then the person's newest row with these values
+    #: in ``current_view``, whichever unit it was given in. None: ``(unit, key)``.
+    scope: tuple[str, ...] | None = None
+    current_view: str | None = None
 
 
 ANSWER_KINDS: dict[str, AnswerKind] = {
@@ -60,7 +69,8 @@ ANSWER_KINDS: dict[str, AnswerKind] = {
                              ("question_id", "criterion"), nullable_key=True,
                              registry="annotators"),
     "reading": AnswerKind("prelabel_readings", "reading_id", "verifier", "task_id",
-                          ("image_idx", "attribute")),
+                          ("image_idx", "attribute"), scope=("image_sha256", "attribute"),
+                          current_view="current_image_readings"),
     "verdict": AnswerKind("conflict_verdicts", "verdict_id", "verifier", "task_id",
                           ("conflict",)),
     "review": AnswerKind("tree_reviews", "review_id", "reviewer", "output_id",
@@ -82,14 +92,47 @@ def _where_key(k: AnswerKind, key: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+def image_hash(conn: sqlite3.Connection, task_id: str, image_idx: int) -> str:
+    """The content hash of image ``image_idx`` of ``task_id`` (what a reading reads);
+    ``ValueError`` naming both when the task has no such image."""
+    row = conn.execute("SELECT sha256 FROM images WHERE task_id = ? AND idx = ?",
+                       [task_id, image_idx]).fetchone()
+    if row is None:
+        raise ValueError(f"task {task_id!r} has no image {image_idx!r}")
+    return str(row[0])
+
+
+def _scoped(conn: sqlite3.Connection, k: AnswerKind, values: dict[str, Any]) -> None:
+    """Fill what a scoped answer needs from its unit and key: a reading's
+    ``image_sha256`` from its task and image index (a given hash must be that one)."""
+    if k.table != "prelabel_readings":
+        return
+    sha = image_hash(conn, values["task_id"], values["image_idx"])
+    if values.get("image_sha256") not in (None, sha):
+        raise ValueError(f"image_sha256 {values['image_sha256']!r} is not the hash of image "
+                         f"{values['image_idx']} of task {values['task_id']!r} ({sha})")
+    values["image_sha256"] = sha
+
+
 def current(conn: sqlite3.Connection, kind: str | AnswerKind, person: str, unit: str,
             key: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The current row (as a dict) of ``person``'s answer to ``key`` on ``unit``, or None."""
+    """The current row (as a dict) of ``person``'s answer to ``key`` on ``unit``, or None.
+    For a kind with a ``scope`` (readings), the newest row of ``person`` with ``key``'s
+    scope values, on any unit (``key`` without them is completed from ``unit``)."""
     k = _kind(kind)
-    where, params = _where_key(k, key)
-    cur = conn.execute(
-        f"SELECT * FROM current_{k.table} WHERE {k.person} = ? AND {k.unit} = ? AND {where}",
-        [person, unit, *params])
+    if k.scope is not None:
+        values = {k.unit: unit, **key}
+        if any(values.get(c) is None for c in k.scope):
+            _scoped(conn, k, values)
+        cur = conn.execute(
+            f"SELECT * FROM {k.current_view} WHERE {k.person} = ? AND "
+            + " AND ".join(f"{c} = ?" for c in k.scope),
+            [person, *(values[c] for c in k.scope)])
+    else:
+        where, params = _where_key(k, key)
+        cur = conn.execute(
+            f"SELECT * FROM current_{k.table} WHERE {k.person} = ? AND {k.unit} = ?"
+            f" AND {where}", [person, unit, *params])
     row = cur.fetchone()
     if row is None:
         return None
@@ -106,8 +149,9 @@ def current_rows(source: Any, kind: str | AnswerKind, person: str,
     """Every current row of ``person`` on ``unit`` (never anyone else's), oldest first;
     ``source``: a store or a connection."""
     k = _kind(kind)
+    view = k.current_view or f"current_{k.table}"  # scoped: those given on this unit
     cur = _connection(source).execute(
-        f"SELECT * FROM current_{k.table} WHERE {k.person} = ? AND {k.unit} = ?"
+        f"SELECT * FROM {view} WHERE {k.person} = ? AND {k.unit} = ?"
         f" ORDER BY {k.row_id}", [person, unit])
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
@@ -248,6 +292,8 @@ def supersede(conn: sqlite3.Connection, kind: str | AnswerKind, row: Mapping[str
     k = _kind(kind)
     values = dict(row)
     values.setdefault("created_at", now_iso())
+    if k.scope is not None:
+        _scoped(conn, k, values)
     name, target = kind_name(k), dumps({c: values.get(c) for c in k.key})
     if delivery is not None:
         done = _delivered(conn, name, values, target, delivery, k)

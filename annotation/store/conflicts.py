@@ -9,7 +9,8 @@ tied or undecided, with a note (append-only: a new decision supersedes the previ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sqlite3
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -36,12 +37,48 @@ def verdicts_df(store: Store, *, history: bool = False) -> pd.DataFrame:
         " ORDER BY task_id, conflict, verifier, created_at")
 
 
+#: a task's images joined to each verifier's current reading of their content (schema 9)
+_TASK_READINGS = (
+    "SELECT i.task_id, r.verifier, i.idx AS image_idx, r.attribute, r.value, r.created_at,"
+    " i.sha256 AS image_sha256, r.task_id AS read_in, r.reading_id"
+    " FROM images i JOIN current_image_readings r ON r.image_sha256 = i.sha256")
+
+
 def readings_df(store: Store) -> pd.DataFrame:
-    """Current pre-label readings: task_id, verifier, image_idx, attribute, value (JSON
-    text), created_at; by task, verifier, image and attribute."""
+    """Current pre-label readings as they apply to each task: per task image, each
+    verifier's current reading of that image's content (VIF-Bench verifies pool images
+    once, Appendix C.4), wherever it was given: task_id, verifier, image_idx, attribute,
+    value (JSON text), created_at, image_sha256, read_in (the task it was given in),
+    reading_id; by task, verifier, image and attribute."""
     return store.query_df(
-        "SELECT task_id, verifier, image_idx, attribute, value, created_at"
-        " FROM current_prelabel_readings ORDER BY task_id, verifier, image_idx, attribute")
+        _TASK_READINGS + " ORDER BY i.task_id, r.verifier, i.idx, r.attribute")
+
+
+def task_readings(source: Store | sqlite3.Connection, verifier: str,
+                  task_id: str) -> list[dict[str, Any]]:
+    """``verifier``'s current readings of the images of ``task_id`` (never anyone
+    else's), given in this task or in another one showing the same image; the columns of
+    :func:`readings_df`."""
+    conn = source if isinstance(source, sqlite3.Connection) else source.conn
+    cur = conn.execute(_TASK_READINGS + " WHERE i.task_id = ? AND r.verifier = ?"
+                       " ORDER BY i.idx, r.attribute", [task_id, verifier])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def image_readings_df(store: Store, *, history: bool = False) -> pd.DataFrame:
+    """Per verifier, image content and attribute, the current reading (or, with
+    ``history``, every reading row ever written): image_sha256, verifier, attribute,
+    value (JSON text), task_id (where it was given), created_at, reading_id, supersedes,
+    and ``confirmed`` (1 when the verifier submitted a task showing that image; their
+    reading is then a result, not work in progress)."""
+    view = "prelabel_readings" if history else "current_image_readings"
+    return store.query_df(
+        "SELECT r.image_sha256, r.verifier, r.attribute, r.value, r.task_id, r.created_at,"
+        " r.reading_id, r.supersedes, EXISTS (SELECT 1 FROM images i JOIN"
+        " queue_submissions s ON s.kind = 'verify' AND s.unit = i.task_id"
+        " AND s.person = r.verifier WHERE i.sha256 = r.image_sha256) AS confirmed"
+        f" FROM {view} r ORDER BY r.image_sha256, r.verifier, r.attribute, r.reading_id")
 
 
 

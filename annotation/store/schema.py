@@ -36,6 +36,9 @@ Tables (see ``docs/schema.md`` for every column):
   (:data:`COMPAT_VIEWS`) remain for readers of the old names. The append-only triggers and
   ``current_*`` views of the four answer tables (:data:`ANSWER_TABLES`) are made by one
   function, :func:`append_only_sql`.
+* Schema 9 (issue #15): a pre-label reading names the content hash of the image it read
+  (``prelabel_readings.image_sha256``); ``current_image_readings`` is each verifier's
+  newest reading per image and attribute, whichever task it was given in.
 """
 
 from __future__ import annotations
@@ -510,6 +513,39 @@ MIGRATIONS.append("""
     );
     CREATE INDEX conflict_resolutions_key ON conflict_resolutions(task_id, conflict);
 """ + append_only_sql("conflict_resolutions", "resolution_id", "conflict resolutions"))
+
+#: the refusal of a reading whose image hash is not its image's (schema 9)
+_READING_HASH = ("prelabel_readings.image_sha256 must be the content hash of image image_idx"
+                 " of task task_id (annotation.store.answers derives it)")
+
+# 8 -> 9: pre-label readings keyed by the content of the image read (issue #15, item 2):
+# VIF-Bench verifies the pre-labels of the reference pool once per image, matched to tasks
+# by content hash, so a reading names the image's hash (filled here for the rows written
+# so far, derived by the store from task_id + image_idx on every insert since, and checked
+# by a trigger); the current reading of an image, per verifier, is its newest row for that
+# hash whichever task it was made in (``current_image_readings``). Still append-only.
+MIGRATIONS.append("""
+    DROP TRIGGER prelabel_readings_no_update;
+    DROP TRIGGER prelabel_readings_no_delete;
+    DROP VIEW current_prelabel_readings;
+    ALTER TABLE prelabel_readings ADD COLUMN image_sha256 TEXT REFERENCES files(sha256);
+    UPDATE prelabel_readings SET image_sha256 = (
+        SELECT i.sha256 FROM images i
+        WHERE i.task_id = prelabel_readings.task_id AND i.idx = prelabel_readings.image_idx);
+    CREATE INDEX prelabel_readings_image
+        ON prelabel_readings(image_sha256, verifier, attribute, reading_id);
+    CREATE INDEX images_sha256 ON images(sha256);
+    CREATE TRIGGER prelabel_readings_image_hash BEFORE INSERT ON prelabel_readings
+        WHEN NEW.image_sha256 IS NOT (SELECT i.sha256 FROM images i
+            WHERE i.task_id = NEW.task_id AND i.idx = NEW.image_idx)
+        BEGIN SELECT RAISE(ABORT, '""" + _READING_HASH + """');
+        END;
+    CREATE VIEW current_image_readings AS
+        SELECT r.* FROM prelabel_readings r
+        WHERE r.reading_id = (SELECT MAX(s.reading_id) FROM prelabel_readings s
+            WHERE s.verifier = r.verifier AND s.image_sha256 = r.image_sha256
+            AND s.attribute = r.attribute);
+""" + append_only_sql("prelabel_readings", "reading_id", "prelabel readings"))
 
 SCHEMA_VERSION = len(MIGRATIONS)
 #: the store runs VACUUM once after migrating past this version (migration 6 drops tables)

@@ -10,7 +10,15 @@ verification, stored beside the annotations and with the same guarantees:
 * **Readings** (``prelabel_readings``): the verifier's own value of each pre-label the
   task's rules use (``yaw`` and ``yaw_reliable`` of an oriented subject,
   ``light_distinctive`` / ``wind_responsive`` of every reference when the task has a light /
-  wind arrow, ``pose_distinctive`` of the person a pose reference is attached to).
+  wind arrow, ``pose_distinctive`` of the person a pose reference is attached to). A
+  reading is of the image, not of the task: the paper pre-labels each image of the
+  reference pool once and links tasks to it by content hash (Appendix C.4), so a reading
+  carries the image's hash and the verifier's current reading of an image is their newest
+  one for that hash, in whichever task they gave it. A task whose images this verifier
+  already read elsewhere shows those readings as read (editable: an edit is a new row
+  that supersedes the old one and applies in every task showing the image) and asks only
+  for the rest. Readings are shared per verifier, never between verifiers: another
+  verifier's reading is their answer, which blind verification keeps from this one.
 * **Verdicts** (``conflict_verdicts``): per conflict type, agree or disagree with the
   automatic label, the verified label and a note. The automatic label is the published one
   (``meta.conflicts``) when present, else the rules' decision on the pre-labels; it is stored
@@ -341,6 +349,8 @@ def give_reading(
     earlier reading; an equal reading writes nothing) and renew the reservation (``slot``:
     see :meth:`annotation.work.engine.Router.claim`)."""
     value = _check_value(attribute, value)
+    # the store adds the image's content hash: the reading applies in every task showing
+    # that image, and supersedes the verifier's newest reading of it, wherever given
     with ROUTER.answering(store, verifier, task_id, slot=slot, now=now,
                           active=active) as act:
         return act.supersede("reading", {
@@ -350,9 +360,22 @@ def give_reading(
 
 
 def my_readings(store: Store, verifier: str, task_id: str) -> dict[tuple[int, str], Any]:
-    """The verifier's current readings on a task (never anyone else's)."""
+    """The verifier's current readings of the task's images (never anyone else's), by
+    ``(image index, attribute)``: each image's newest reading by this verifier, given in
+    this task or in any other task showing the same image (VIF-Bench verifies the pool's
+    images once and matches them to tasks by content hash, Appendix C.4)."""
     return {(int(r["image_idx"]), r["attribute"]): json.loads(r["value"])
-            for r in answer_rows.current_rows(store, "reading", verifier, task_id)}
+            for r in conflict_rows.task_readings(store, verifier, task_id)}
+
+
+def readings_elsewhere(store: Store, verifier: str,
+                       task_id: str) -> dict[tuple[int, str], str]:
+    """The verifier's current readings of the task's images that were given in another
+    task: ``(image index, attribute)`` -> that task's id (the page shows them as already
+    read there; an edit here is a new row that supersedes it, in every task)."""
+    return {(int(r["image_idx"]), r["attribute"]): str(r["read_in"])
+            for r in conflict_rows.task_readings(store, verifier, task_id)
+            if r["read_in"] != task_id}
 
 
 def readings_complete(item: VerifyItem, readings: Mapping[tuple[int, str], Any]) -> bool:
@@ -573,6 +596,11 @@ class VerifySession(Controller):
     def revealed(self) -> bool:
         """Whether the automatic decisions may be shown now (see blind mode)."""
         return reveal_automatic(self.item, self.readings(), self.settings.blind)
+
+    def read_elsewhere(self) -> dict[tuple[int, str], str]:
+        """This verifier's readings of the task's images given in another task (where)."""
+        assert self.task_id is not None
+        return readings_elsewhere(self.store, self.verifier, self.task_id)
 
     def reading_value(self, index: int, attribute: str) -> Any:
         """The verifier's reading if given, else the pre-label (what a field starts at)."""

@@ -123,3 +123,33 @@ def open_task_as(store, who: str, task: str):
     session._open(task)
     session.confirm_readings({})
     return session
+
+
+def write_shared_reference_bundle(root: Path) -> Path:
+    """The conflict bundle plus ``c4``: the same dog image as ``c1`` (same file, same
+    content hash, the pool's pre-label: yaw 30, reliable) with a pyramid at +40 deg: no
+    conflict on the pre-label (10 deg apart, same side), but a conflict if the dog is read
+    as facing -40 (80 deg apart and flipped). No published labels: the automatic label is
+    the rules'. VIF-Bench pre-labels each pool image once and matches it to tasks by
+    content hash (Appendix C.4); this is the case where that matters."""
+    write_conflict_bundle(root)
+    rows = read_jsonl(root / "tasks.jsonl")
+    c4 = {
+        "task_id": "c4", "instruction": "The dog of Image_0 turned as in Image_2.",
+        "images": [
+            _img("images/dog.png", "main", "dog",
+                 prelabel={"yaw": 30, "yaw_reliable": True, "light_distinctive": False}),
+            _img("images/c3_layout.png", "layout", "layout", "visual_instruction"),
+            _img("images/c1_pyramid.png", "orientation", "pyramid", "visual_instruction"),
+        ],
+        "meta": {"layout": [{"subject": "dog", "image": 0, "box": [0.1, 0.3, 0.5, 0.9]}],
+                 "orientation": [{"subject": "dog", "yaw": 40, "pitch": 0}],
+                 "visual_instruction_types": ["layout", "orientation"]},
+    }
+    write_jsonl(root / "tasks.jsonl", [*rows, c4])
+    outputs = read_jsonl(root / "outputs.jsonl")
+    make_image(root / "outputs/c4.png", size=(96, 96), color="white")
+    write_jsonl(root / "outputs.jsonl",
+                [*outputs, {"output_id": "c4/m", "task_id": "c4", "generator": "m",
+                            "path": "outputs/c4.png"}])
+    return root
