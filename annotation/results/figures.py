@@ -76,6 +76,34 @@ def checklist_bars(checklist: pd.DataFrame) -> go.Figure | None:
     return fig
 
 
+def leaderboard_plot(board: pd.DataFrame, measure: str, judge: str) -> go.Figure | None:
+    """Generators ranked by their corrected score (95% interval), beside the judge-only
+    score (a point: what the benchmark reports) and the human-only interval."""
+    rows = board[(board.measure == measure) & (board.judge == judge)]
+    if rows.empty:
+        return None
+    rows = plot_columns(rows.sort_values(["estimate", "human_mean"], ascending=True,
+                                         na_position="first"), "generator")
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=rows.human_mean, y=rows.generator, mode="markers", name="humans only (sample)",
+        marker={"symbol": "circle-open", "size": 9},
+        error_x={"type": "data", "symmetric": False, "array": rows.human_hi - rows.human_mean,
+                 "arrayminus": rows.human_mean - rows.human_lo}))
+    if rows.estimate.notna().any():
+        fig.add_trace(go.Scatter(
+            x=rows.estimate, y=rows.generator, mode="markers", name="judge corrected (PPI++)",
+            marker={"size": 10},
+            error_x={"type": "data", "symmetric": False, "array": rows.hi - rows.estimate,
+                     "arrayminus": rows.estimate - rows.lo}))
+    fig.add_trace(go.Scatter(x=rows.judge_mean, y=rows.generator, mode="markers",
+                             name="judge only (all outputs)",
+                             marker={"symbol": "x", "size": 10}))
+    fig.update_layout(height=120 + 40 * len(rows), xaxis_title=plot_text(measure),
+                      margin={"l": 10, "r": 10, "t": 30, "b": 40})
+    return fig
+
+
 def figures(tables: dict[str, pd.DataFrame]) -> list[tuple[str, go.Figure]]:
     """The report's figures, with captions; those without data are left out."""
     out = []
@@ -94,4 +122,12 @@ def figures(tables: dict[str, pd.DataFrame]) -> list[tuple[str, go.Figure]]:
         if fig is not None:
             out.append(("Checklist agreement with 95% interval (cluster bootstrap over "
                         "outputs)", fig))
+    board = tables.get("leaderboard")
+    if board is not None and not board.empty:
+        for (judge, measure), _ in board.groupby(["judge", "measure"], sort=True):
+            fig = leaderboard_plot(board, str(measure), str(judge))
+            if fig is not None:
+                out.append((f"Judge-corrected leaderboard, {judge}, {measure}: generators "
+                            "by corrected score (PPI++, 95% CI), the judge alone and the "
+                            "humans alone", fig))
     return out

@@ -29,7 +29,10 @@ is documented in ``docs/report.md``):
   (:mod:`annotation.results.tiif`): TIIF-Bench's Table 2 per judge and for the humans, and
   the paired short vs long prompts; ``validation_set.csv``
   (:mod:`annotation.results.validation`): each judge's accuracy and balanced accuracy on
-  the balanced question-level validation set, when one was drawn.
+  the balanced question-level validation set, when one was drawn; ``leaderboard.csv``
+  (:mod:`annotation.results.leaderboard`): each generator's judge score corrected by the
+  human sample (prediction-powered inference, PPI++), beside the judge-only and human-only
+  scores.
 
 Same seed, same numbers: every bootstrap is seeded from ``seed``.
 """
@@ -61,6 +64,7 @@ from annotation.results.export import neutralize_table as neutralize_table  # re
 from annotation.results.export import write_csv
 from annotation.results.groups import conflict_scores_table, group_scores_table
 from annotation.results.judge_bias import bland_altman_table
+from annotation.results.leaderboard import leaderboard_table
 from annotation.results.operators import operators_table
 from annotation.results.paper_tables import trace_table, vif_table
 from annotation.results.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
@@ -76,7 +80,9 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "vif_table", "trace_table", "leniency", "bland_altman", "annotators",
           "alt_test_annotators",
           # added with the benchmarks' protocols (issue #15)
-          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "validation_set")
+          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "validation_set",
+          # added with the study design (issue #16)
+          "leaderboard")
 
 
 @dataclass(frozen=True)
@@ -218,6 +224,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "tiif_table": lambda: tiif.tiif_table(study, decided),
         "tiif_pairs": lambda: tiif.tiif_pairs(study, decided),
         "validation_set": lambda: validation_table(study, decided, **boot),
+        "leaderboard": lambda: leaderboard_table(study, decided),
     }
     for name, step in steps.items():
         if progress:

@@ -56,6 +56,8 @@ class StudyData:
     #: the question-level validation set (:mod:`annotation.work.validation_set`), if drawn
     validation: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["output_id", "question_id"]))
+    #: how the annotation sample was drawn (:func:`annotation.store.items.sample_design`)
+    design: dict[str, Any] = field(default_factory=lambda: {"mode": "none"})
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -173,4 +175,5 @@ def load_study(store: Store) -> StudyData:
         judges=store.judges_df(),
         times=times[~times.output_id.isin(nodes)].reset_index(drop=True),
         validation=items.validation_pairs(store),
+        design=items.sample_design(store),
     )

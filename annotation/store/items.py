@@ -86,6 +86,16 @@ def validation_pairs(store: Store) -> pd.DataFrame:
     return pd.DataFrame(pairs, columns=["output_id", "question_id"], dtype=object)
 
 
+def sample_design(store: Store) -> dict[str, Any]:
+    """How the current sample was drawn: the detail of the newest ``workflow.sample``
+    event (``mode``, ``size``, ``seed``, ...), or ``{"mode": "none"}`` when no sample was
+    ever drawn (annotators are offered every output)."""
+    row = store.conn.execute(
+        "SELECT detail FROM audit_log WHERE action = 'workflow.sample'"
+        " ORDER BY event_id DESC LIMIT 1").fetchone()
+    return json.loads(row[0]) if row and row[0] else {"mode": "none"}
+
+
 def output_task(store: Store, output_id: str) -> tuple[str, str | None]:
     """``(task_id, sha256)`` of an output; KeyError when there is none."""
     row = store.conn.execute(

@@ -1,0 +1,171 @@
+"""``leaderboard.csv``: the judge's benchmark score per generator corrected by a uniform
+human sample (issue #16, item 5), on a real project: a judge that flatters one generator
+reorders the leaderboard, and the correction puts it back, with a valid interval."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from annotation.cli import main
+from annotation.formats.importers import import_path
+from annotation.results.checklist import study_decisions
+from annotation.results.leaderboard import leaderboard_table
+from annotation.results.study import load_study
+from annotation.store import Store, items
+from annotation.work import workflow
+from annotation.work.validation_set import draw_validation_set
+from tests.helpers.bundles import make_image, write_jsonl
+
+TRUE_MEAN = {"alpha": 6.5, "beta": 5.5, "gamma": 4.5}
+FLATTERY = {"alpha": 0.0, "beta": 2.0, "gamma": 0.0}  # the judge inflates beta
+
+
+def _bundle(root: Path, n_tasks: int = 60, seed: int = 11) -> tuple[Path, dict[str, float]]:
+    """Every output judged on ``quality`` (1-10) and on two yes/no questions; returns the
+    bundle and each output's true quality (what a human sees, before rating noise)."""
+    rng = random.Random(seed)
+    root.mkdir(parents=True)
+    (root / "bundle.json").write_text(json.dumps({
+        "name": "board", "benchmark": "demo",
+        "criteria": [{"name": "quality", "label": "Quality", "min": 1, "max": 10, "step": 1}],
+        "judges": [{"name": "vlm", "kind": "vlm"}]}))
+    tasks, outputs, judgments, truth = [], [], [], {}
+    for t in range(n_tasks):
+        tasks.append({"task_id": f"t{t}", "instruction": f"Prompt {t}.", "questions": [
+            {"question_id": f"t{t}.q{k}", "text": f"Q{k}?", "pass_answer": "yes"}
+            for k in range(2)]})
+        for g, gen in enumerate(TRUE_MEAN):
+            out = f"t{t}/{gen}"
+            make_image(root / "img" / f"{t}_{g}.png", size=(32 + t % 7, 24 + g),
+                       color=["red", "blue", "green"][g], text=str(t))
+            outputs.append({"output_id": out, "task_id": f"t{t}", "generator": gen,
+                            "path": f"img/{t}_{g}.png"})
+            quality = min(10.0, max(1.0, rng.gauss(TRUE_MEAN[gen], 1.5)))
+            truth[out] = quality
+            judged = min(10, max(1, round(quality + FLATTERY[gen] + rng.gauss(0, 0.8))))
+            judgments.append({"judge": "vlm", "output_id": out, "criterion": "quality",
+                              "score": judged})
+            for k in range(2):
+                judgments.append({"judge": "vlm", "output_id": out,
+                                  "question_id": f"t{t}.q{k}",
+                                  "answer": "yes" if rng.random() < quality / 10 + 0.1
+                                  else "no"})
+    write_jsonl(root / "tasks.jsonl", tasks)
+    write_jsonl(root / "outputs.jsonl", outputs)
+    write_jsonl(root / "judgments.jsonl", judgments)
+    return root, truth
+
+
+def _annotate(root: Path, store: Store, chosen: list[str], truth: dict[str, float],
+              seed: int = 3) -> None:
+    """Two annotators rate (and answer the questions of) exactly ``chosen``."""
+    rng = random.Random(seed)
+    rows = []
+    for out in chosen:
+        task = out.split("/")[0]
+        for h in ("h1", "h2"):
+            rows.append({"annotator": h, "output_id": out, "criterion": "quality",
+                         "score": min(10, max(1, round(truth[out] + rng.gauss(0, 0.7))))})
+            for k in range(2):
+                rows.append({"annotator": h, "output_id": out, "question_id": f"{task}.q{k}",
+                             "answer": "yes" if rng.random() < truth[out] / 10 else "no"})
+    later = root.parent / "humans"
+    later.mkdir()
+    (later / "bundle.json").write_text((root / "bundle.json").read_text())
+    write_jsonl(later / "tasks.jsonl", [])
+    write_jsonl(later / "outputs.jsonl", [])
+    write_jsonl(later / "annotations.jsonl", rows)
+    import_path(store, later)
+
+
+@pytest.fixture
+def board(tmp_path: Path) -> tuple[Path, list[str]]:
+    root, truth = _bundle(tmp_path / "bundle")
+    db = tmp_path / "board.db"
+    with Store.open(db) as store:
+        import_path(store, root)
+        chosen = workflow.draw_sample(store, "admin", "stratified", 60, seed=4)
+        _annotate(root, store, chosen, truth)
+    return db, chosen
+
+
+def test_the_corrected_score_is_ppi_on_the_raw_rows(board):
+    ppi_py = pytest.importorskip("ppi_py")
+    db, chosen = board
+    with Store.open(db) as store:
+        study = load_study(store)
+        human = pd.DataFrame(list(store.db.query(
+            "SELECT output_id, score FROM current_annotations WHERE criterion = 'quality'"))
+        ).groupby("output_id").score.mean()
+        judged = pd.DataFrame(list(store.db.query(
+            "SELECT output_id, score FROM judgments WHERE criterion = 'quality'"))
+        ).set_index("output_id").score
+    table = leaderboard_table(study, study_decisions(study))
+    rows = table[table.measure == "quality"].set_index("generator")
+    for gen in TRUE_MEAN:
+        ids = [o for o in judged.index if o.endswith("/" + gen)]
+        labeled = [o for o in ids if o in human.index]
+        unlabeled = [o for o in ids if o not in human.index]
+        y, f, fu = human[labeled].to_numpy(), judged[labeled].to_numpy(), judged[
+            unlabeled].to_numpy()
+        lo, hi = ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05)
+        row = rows.loc[gen]
+        assert (row.n_labeled, row.n_unlabeled) == (20, 40)  # stratified: 20 per generator
+        assert row.estimate == pytest.approx(float(np.ravel(
+            ppi_py.ppi_mean_pointestimate(y, f, fu))[0]))
+        assert (row.lo, row.hi) == pytest.approx((float(lo[0]), float(hi[0])))
+        assert row.judge_mean == pytest.approx(judged[ids].mean())
+        assert row.human_mean == pytest.approx(y.mean())
+        assert row.design == "stratified" and not row.note
+
+
+def test_a_flattered_generator_loses_its_place_after_the_correction(board):
+    db, _ = board
+    with Store.open(db) as store:
+        study = load_study(store)
+    table = leaderboard_table(study, study_decisions(study))
+    rows = table[table.measure == "quality"].set_index("generator")
+    assert rows.loc["beta", "rank_judge"] == 1  # the judge's leaderboard: beta first
+    assert rows.loc["alpha", "rank_corrected"] == 1  # the humans': alpha first
+    assert rows.loc["beta", "rank_changed"] and rows.loc["alpha", "rank_changed"]
+    assert rows.loc["beta", "lo"] < TRUE_MEAN["beta"] + 0.6  # corrected down to the truth
+    assert rows.loc["beta", "judge_mean"] > rows.loc["beta", "hi"]  # the judge is outside
+    assert (rows.width_ratio < 1).all()  # a good judge narrows the human-only interval
+    assert set(table.measure) == {"quality", "checklist"}
+
+
+def test_the_validation_set_is_not_a_design_for_the_correction(board):
+    db, _ = board
+    with Store.open(db) as store:
+        draw_validation_set(store, "admin", images=30, questions=40, balance="human")
+        study = load_study(store)
+    table = leaderboard_table(study, study_decisions(study))
+    assert table.estimate.isna().all() and table.lo.isna().all()
+    assert table.human_mean.notna().all() and table.judge_mean.notna().all()
+    assert table.note.str.contains("balanced by answer").all()
+    assert (table.design == "validation").all()
+
+
+def test_the_report_writes_leaderboard_csv_and_its_figure(board, tmp_path):
+    db, _ = board
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "rep"),
+                 "--bootstrap", "50", "--quiet"]) == 0
+    csv = pd.read_csv(tmp_path / "rep" / "leaderboard.csv")
+    assert len(csv) == 6 and set(csv.generator) == set(TRUE_MEAN)
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert "Judge-corrected leaderboard" in html
+
+
+def test_no_human_score_gives_the_judge_only_column(tmp_path):
+    root, _ = _bundle(tmp_path / "bundle", n_tasks=5)
+    with Store.open(tmp_path / "p.db") as store:
+        import_path(store, root)
+        study = load_study(store)
+        assert items.sample_design(store) == {"mode": "none"}
+    assert leaderboard_table(study, study_decisions(study)).empty  # nothing to correct with
