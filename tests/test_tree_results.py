@@ -303,7 +303,7 @@ def test_cli_writes_the_tables_and_reviews(tmp_path, capsys, explicit_nodes):
     out = tmp_path / "out"
     assert main(["trees", "--db", str(db), "--out", str(out), "--quiet"]) == 0
     assert capsys.readouterr().out == ""
-    assert {p.name for p in out.iterdir()} == {"reviews.jsonl",
+    assert {p.name for p in out.iterdir()} == {"reviews.jsonl", "cases", "cases.html",
                                                *(f"{t}.csv" for t in res.TABLES)}
     agreement = pd.read_csv(out / "auto_vs_human.csv").set_index(["level", "operator"])
     node = agreement.loc[("node", "Overall")]

@@ -59,7 +59,7 @@ from annotation.results.export import neutralize_table as neutralize_table  # re
 from annotation.results.export import write_csv
 from annotation.results.groups import conflict_scores_table, group_scores_table
 from annotation.results.judge_bias import bland_altman_table
-from annotation.results.operators import operators_table
+from annotation.results.operators import generator_table, operators_table
 from annotation.results.paper_tables import trace_table, vif_table
 from annotation.results.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
 from annotation.results.reliability import reliability_table
@@ -73,7 +73,7 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "vif_table", "trace_table", "leniency", "bland_altman", "annotators",
           "alt_test_annotators",
           # added with the benchmarks' protocols (issue #15)
-          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs")
+          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "trace_generators")
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "vif_conflicts": lambda: conflict_scores_table(study),
         "tiif_table": lambda: tiif.tiif_table(study, decided),
         "tiif_pairs": lambda: tiif.tiif_pairs(study, decided),
+        "trace_generators": lambda: generator_table(study, decided=decided),
     }
     for name, step in steps.items():
         if progress:
@@ -319,6 +320,11 @@ def paper_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFr
         for unit in dict.fromkeys(trace.unit):
             out.append((f"TRACE-Bench Table 7 (unit: {unit})",
                         analytics.ci_text(analytics.trace_view(trace, unit=unit))))
+    generators = tables.get("trace_generators")
+    if generators is not None and not generators.empty:
+        out.append(("TRACE-Bench Table 2 layout: operator scores per generator, averaged "
+                    "over the slot levels, for each judge and the human mean",
+                    generators))
     return out
 
 

@@ -41,6 +41,9 @@ and returns a tidy DataFrame:
   are involved, Krippendorff's (2011) alpha, nominal, in general.
 * :func:`failure_reasons`: the reviewers' failure reasons (Sec. 4.4 / Appendix C case
   tables) per operator.
+* ``cases``: the per-case table of the paper's Fig. 1/4
+  (:func:`annotation.results.trace_cases.case_table`), written with the boxes drawn on
+  the node images by :func:`write_tree_report`.
 * :func:`false_passes` / :func:`passed_instances`: how often the judge passed at the root
   what a reviewer failed (reviewers check a blind sample of the passed instances), per
   operator with a Wilson interval; a passed instance no reviewer opened is "not reviewed".
@@ -58,6 +61,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from annotation.results.trace_cases import case_table, write_cases
 from annotation.stats.agreement import cohen_kappa, contingency_table, wilson_interval
 from annotation.stats.reliability import krippendorff_alpha
 from annotation.store import Store
@@ -119,7 +123,7 @@ NO_AUTOMATIC = "no automatic result"  # no such instance (or no judge, a broken 
 #: The report's tables, in the order of the page and the CSV files.
 TABLES = ("auto_vs_human", "human_agreement", "table3", "table3_long", "figure11",
           "failure_reasons", "automatic_localization", "reviews", "reviewer_progress",
-          "tree_problems", "false_passes", "passed_instances")
+          "tree_problems", "false_passes", "passed_instances", "cases")
 
 
 # ------------------------------------------------------------------------ loading
@@ -635,6 +639,7 @@ def _tables(store: Store, automatic: pd.DataFrame, problems: pd.DataFrame,
         "tree_problems": problems,
         "false_passes": false_passes(automatic, pairs),
         "passed_instances": passed_instances(automatic, pairs),
+        "cases": case_table(automatic, pairs),
     }
 
 
@@ -696,11 +701,15 @@ def reviews_jsonl(store: Store, judge: str | None = None) -> str:
 
 def write_tree_report(store: Store, out: Path, judge: str | None = None) -> list[Path]:
     """Write ``reviews.jsonl`` and one CSV per table of :func:`tree_tables` (text cells
-    that a spreadsheet would run as a formula are neutralized)."""
+    that a spreadsheet would run as a formula are neutralized), and the per-case pages:
+    the node images with the reviewers' boxes drawn, ``cases/<case>.html`` and
+    ``cases.html`` (:func:`annotation.results.trace_cases.write_cases`)."""
     from annotation.results.report import write_csvs
 
     tables, jsonl = tree_report(store, judge)
-    return write_csvs(tables, out, {"reviews.jsonl": jsonl})
+    cases = tables.pop("cases")
+    written = write_csvs(tables, out, {"reviews.jsonl": jsonl})
+    return written + write_cases(store, cases, Path(out))
 
 
 # ------------------------------------------------------------------------ figures
