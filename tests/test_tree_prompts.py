@@ -133,3 +133,18 @@ def test_manifest_lines_are_json(tmp_path):
     for line in (out / "prompts.jsonl").read_text(encoding="utf-8").splitlines():
         assert set(json.loads(line)) >= {"node", "prompt", "prompt_source", "images",
                                          "downgrades", "prompt_file"}
+
+
+def test_a_lost_media_file_is_named_and_nothing_is_written(tmp_path, capsys):
+    db = _project(tmp_path)
+    from annotation.store import Store
+    from annotation.store import project as project_rows
+
+    with Store.open(db) as store:
+        cat = project_rows.task_image_files(store, "tr1")[2]
+        store.media_path(str(cat["sha256"]), str(cat["format"])).unlink()
+    out = tmp_path / "out"
+    assert main(["tree", "--db", str(db), "--task", "tr1", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "task 'tr1': images[2]: the stored file" in err and "is missing" in err
+    assert not out.exists()

@@ -181,6 +181,11 @@ def write_node_prompts(db: str, task_id: str, out: Path) -> list[Path]:
     assert task is not None and tree is not None  # _from_db found its formula
     prompts = node_prompts(tree, task.instruction, task.meta, images)
     records = [prompt_record(p, images) for p in prompts]
+    needed = {entry["image"] for record in records for entry in record["images"]}
+    for i in sorted(needed):
+        if not sources[i].is_file():
+            raise ValueError(f"images[{i}]: the stored file {sources[i]} is missing "
+                             "(judge-audit check --db DB lists what is lost)")
     for p, record in zip(prompts, records, strict=True):
         folder = out / "nodes" / p.node
         folder.mkdir(parents=True, exist_ok=True)
