@@ -28,6 +28,8 @@ TITLES = {
     "automatic_localization": "Automatic localization",
     "reviews": "Reviews",
     "tree_problems": "Trees left out",
+    "false_passes": "False passes: the judge passed, a reviewer failed",
+    "passed_instances": "Judge-passed instances and their reviews",
 }
 CAPTIONS = {
     "auto_vs_human": "Automatic against human localization of each failing instance "
@@ -46,6 +48,13 @@ CAPTIONS = {
                               "tree (the judge's answers on the node outputs).",
     "reviews": "Every current review next to the automatic localization.",
     "tree_problems": "Trees left out: they could not be built.",
+    "false_passes": "Per operator, of the reviews of instances the judge passes at the root "
+                    "(a blind sample mixed into the reviewers' lists, see the settings), the "
+                    "share a reviewer failed, with its Wilson interval; instances nobody "
+                    "reviewed are 'not reviewed', not agreements. Beside it, the share of "
+                    "judge failures reviewers called 'not a failure'.",
+    "passed_instances": "Every instance the judge passes at the root: not reviewed, agreed "
+                        "(every reviewer: not a failure) or human failed.",
 }
 
 
@@ -91,6 +100,11 @@ with left, st.form("tree-settings"):
     overlap = st.number_input("Distinct reviewers per tree", 1, 20, settings.overlap)
     minutes = st.number_input("Reservation timeout (minutes)", 1, 24 * 60,
                               settings.reservation_minutes)
+    share = st.number_input(
+        "Share of judge-passed instances mixed in for review", 0.0, 1.0,
+        float(settings.passed_share), step=0.05, format="%.2f",
+        help="Reviewers also check this share of the instances the judge passes at the "
+             "root, listed like the failing ones (blind), to measure false passes.")
     judges = vlm_judges(store)
     options = [None, *judges]
     fallback = default_judge(store)
@@ -101,7 +115,8 @@ with left, st.form("tree-settings"):
                                if j is None else j))
     if st.form_submit_button("Save"):
         tr.set_settings(store, user.name, overlap=int(overlap),
-                        reservation_minutes=int(minutes), judge=chosen)
+                        reservation_minutes=int(minutes), judge=chosen,
+                        passed_share=float(share))
         st.rerun()
 
 with st.spinner("Localizing every tree ..."):
@@ -137,6 +152,10 @@ metrics[3].metric("'Not a failure' reviews", int(node["n_not_a_failure"]),
 
 show("auto_vs_human", tables["auto_vs_human"])
 show("human_agreement", tables["human_agreement"])
+show("false_passes", tables["false_passes"])
+if settings.passed_share == 0:
+    st.caption("No judge-passed instances are mixed into the reviewers' lists (share 0 in "
+               "the settings): false passes cannot be measured.")
 
 figures = st.columns(2)
 with figures[0]:
@@ -147,7 +166,7 @@ with figures[1]:
     chart(res.figure11_chart(tables["figure11"]), "figure11-chart")
 
 for name in ("table3", "table3_long", "figure11", "failure_reasons",
-             "automatic_localization", "reviews"):
+             "automatic_localization", "reviews", "passed_instances"):
     show(name, tables[name])
 if not tables["tree_problems"].empty:
     show("tree_problems", tables["tree_problems"])

@@ -47,7 +47,8 @@ item = load_tree_item(store, output_id)
 passes = question_passes(store, item, judge)
 
 instances = instance_table(store, item, judge)
-failing = tr.failing_instances(store, item, judge)
+settings = tr.get_settings(store)
+failing = tr.review_instances(store, item, judge, settings)  # with the passed sample, blind
 reviews = session.reviews()
 question_text = dict(task_questions(store, item.task_id)[["question_id", "text"]].itertuples(
     index=False))
@@ -100,9 +101,15 @@ with tree_col:
     st.graphviz_chart(tr.tree_dot(item, shown, selected), width="content")
 
 # ------------------------------------------------------------------ the reviewer's answers
-st.markdown("#### Failures at the root")
+if settings.passed_share > 0:  # failing and passed instances alike: say nothing of which
+    st.markdown("#### Elements to check at the root")
+    st.caption("Judge each element on the root image yourself. If the root image fails it, "
+               "choose the first node where it passes and a reason; if it is fine, choose "
+               "'Not a failure'.")
+else:
+    st.markdown("#### Failures at the root")
 if not failing:
-    st.info("The judge finds no failure at the root of this tree: nothing to localize.")
+    st.info("Nothing to localize in this tree.")
 labels = {tr.PERSISTENT: "Persistent: fails at every node",
           tr.NOT_A_FAILURE: "Not a failure: the root image is fine"}
 

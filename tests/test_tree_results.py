@@ -303,7 +303,7 @@ def test_cli_writes_the_tables_and_reviews(tmp_path, capsys, explicit_nodes):
     out = tmp_path / "out"
     assert main(["trees", "--db", str(db), "--out", str(out), "--quiet"]) == 0
     assert capsys.readouterr().out == ""
-    assert {p.name for p in out.iterdir()} == {"reviews.jsonl",
+    assert {p.name for p in out.iterdir()} == {"reviews.jsonl", "cases", "cases.html",
                                                *(f"{t}.csv" for t in res.TABLES)}
     agreement = pd.read_csv(out / "auto_vs_human.csv").set_index(["level", "operator"])
     node = agreement.loc[("node", "Overall")]
@@ -380,7 +380,8 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     at.run()
     assert not at.exception
     assert at.title[0].value == "Tree localization"
-    assert len(at.dataframe) == 9  # per reviewer + eight result tables
+    # per reviewer + eight result tables + the false passes and the judge-passed instances
+    assert len(at.dataframe) == 11
     assert len(at.get("plotly_chart")) == 2  # Table 3 and Figure 11
     assert at.metric[0].value == "50.0%"
     assert at.metric[3].value == "1"

@@ -8,7 +8,12 @@ nodes ``{id, parent, depth, rule, rule_name, removed, formula, downgrades}``). T
 reads the task's ``meta.formula`` and its checklist from the project (read only), prints
 the tree the same way and writes ``DIR/nodes.jsonl`` and ``DIR/nodes.csv``: per node its
 id, parent, rule, removed components, formula, slot count, text downgrades and the
-questions it keeps (ids and targets, Appendix C.2 node-to-question mapping).
+questions it keeps (ids and targets, Appendix C.2 node-to-question mapping). It also
+writes what to send a generator for each node (:mod:`annotation.trace.prompts`):
+``DIR/nodes/<node>/prompt.txt`` and the reference images the node keeps, copied as
+``DIR/nodes/<node>/Image_<k>.<ext>`` in the order the generator sees them, and one
+manifest ``DIR/prompts.jsonl`` (node, prompt, prompt_source, images with the files and
+the task image each came from, downgrades, ...).
 
 Exit codes: 0 success; 1 refused input (no such database or task, a task without a
 formula, a malformed stored formula); 2 usage error, including a malformed FORMULA (the
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from annotation.results.export import write_csv
+from annotation.store.media import EXTENSIONS
 from annotation.trace.decompose import (
     RULES,
     DiagnosticNode,
@@ -34,8 +41,11 @@ from annotation.trace.decompose import (
     retained_questions,
 )
 from annotation.trace.formula import FormulaError, slot_count, to_text
+from annotation.trace.prompts import DRAFT, FROM_META, NodePrompt, node_prompts
+from annotation.trace.trees import load_tree
 
-__all__ = ["add_parser", "cmd_tree", "format_error", "format_tree", "node_rows"]
+__all__ = ["add_parser", "cmd_tree", "format_error", "format_tree", "node_rows",
+           "prompt_record", "write_node_prompts"]
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -49,7 +59,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--ascii", action="store_true", help="write (+) for ⊕")
     p.add_argument("--db", help="project database: take the formula of --task")
     p.add_argument("--task", help="task id whose meta.formula is decomposed")
-    p.add_argument("--out", help="folder for nodes.jsonl and nodes.csv (with --db)")
+    p.add_argument("--out", help="folder for nodes.jsonl, nodes.csv, prompts.jsonl and "
+                   "nodes/<node>/ (prompt.txt and images; with --db)")
     p.set_defaults(func=cmd_tree)
     return p
 
@@ -138,6 +149,63 @@ def _from_db(args: argparse.Namespace) -> tuple[str, list[tuple[str, Any, Any]]]
     return formula, list(questions)
 
 
+def prompt_record(p: NodePrompt, images: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``prompts.jsonl`` line of one node: node, parent, rule, formula, prompt,
+    prompt_source, prompt_file, images (``file``, ``image``: the task image index,
+    ``label``, ``terms``), images_source, downgrades, downgrade_terms, removed."""
+    folder = f"nodes/{p.node}"
+    files = []
+    for k, i in enumerate(p.images):
+        ext = EXTENSIONS.get(str(images[i]["format"]), "bin")
+        files.append({"file": f"{folder}/Image_{k}.{ext}", "image": i,
+                      "label": images[i]["label"], "terms": list(p.terms.get(i, ()))})
+    return {"node": p.node, "parent": p.parent, "rule": p.rule, "formula": p.formula,
+            "prompt": p.prompt, "prompt_source": p.prompt_source,
+            "prompt_file": f"{folder}/prompt.txt", "images": files,
+            "images_source": p.images_source, "downgrades": list(p.downgrades),
+            "downgrade_terms": list(p.downgrade_terms), "removed": list(p.removed)}
+
+
+def write_node_prompts(db: str, task_id: str, out: Path) -> list[Path]:
+    """Write ``prompts.jsonl`` and ``nodes/<node>/`` (prompt.txt, Image_<k>.<ext>) for the
+    task's tree (the project is only read). Raises ValueError for a malformed
+    ``meta.references`` and :class:`FormulaError` for a malformed tree."""
+    from annotation.store import Store
+    from annotation.store import project as project_rows
+
+    with Store.open(db, migrate=False) as store:
+        task = project_rows.task(store, task_id)
+        tree = load_tree(store, task_id)
+        images = project_rows.task_image_files(store, task_id)
+        sources = [store.media_path(str(im["sha256"]), str(im["format"])) for im in images]
+    assert task is not None and tree is not None  # _from_db found its formula
+    prompts = node_prompts(tree, task.instruction, task.meta, images)
+    records = [prompt_record(p, images) for p in prompts]
+    needed = {entry["image"] for record in records for entry in record["images"]}
+    for i in sorted(needed):
+        if not sources[i].is_file():
+            raise ValueError(f"images[{i}]: the stored file {sources[i]} is missing "
+                             "(judge-audit check --db DB lists what is lost)")
+    for p, record in zip(prompts, records, strict=True):
+        folder = out / "nodes" / p.node
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "prompt.txt").write_text(p.prompt.rstrip("\n") + "\n", encoding="utf-8")
+        for entry in record["images"]:
+            shutil.copyfile(sources[entry["image"]], out / entry["file"])
+    manifest = out / "prompts.jsonl"
+    manifest.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                        encoding="utf-8")
+    drafts = [p.node for p in prompts if p.prompt_source == DRAFT]
+    if drafts:
+        print(f"{len(drafts)} node prompt(s) are drafts to rewrite before generating "
+              f"({', '.join(drafts)}): give meta.tree_nodes[].prompt to use your own",
+              file=sys.stderr)
+    if prompts and prompts[0].images_source != FROM_META:
+        print(f"task {task_id!r} has no meta.references: images matched to terms by "
+              f"{prompts[0].images_source}", file=sys.stderr)
+    return [manifest, out / "nodes"]
+
+
 def cmd_tree(args: argparse.Namespace) -> int:
     """Print the diagnostic tree; with --db, also write nodes.jsonl and nodes.csv."""
     if args.db is None:
@@ -168,6 +236,12 @@ def cmd_tree(args: argparse.Namespace) -> int:
     else:
         print(format_tree(nodes, ascii=args.ascii))
     if questions is not None:
+        try:  # first: a refused meta.references writes nothing
+            prompts = write_node_prompts(args.db, args.task, Path(args.out))
+        except (ValueError, FormulaError) as exc:
+            print(f"judge-audit tree: task {args.task!r}: {exc}", file=sys.stderr)
+            return 1
         written = _write(node_rows(nodes, questions, ascii=args.ascii), Path(args.out))
+        written += prompts
         print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     return 0

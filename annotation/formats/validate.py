@@ -46,6 +46,7 @@ from annotation.store import Store, dumps
 from annotation.trace.decompose import decompose
 from annotation.trace.formula import FormulaError, parse
 from annotation.trace.nodes import ROOT, output_node
+from annotation.trace.prompts import reference_problems
 from annotation.vif.conflicts import CONFLICT_KEYS
 
 #: criterion names, the keys of judgments and annotations (docs: ``[a-z0-9_]+``)
@@ -736,7 +737,8 @@ def task_meta_problems(meta: Mapping[str, Any], n_images: int) -> Found:
     image?, color?, label?}]`` or ``{name: box}``), ``pose`` (``{subject, image}`` or a list
     of them) and ``visual_instruction_types`` (a list of strings). Coordinates are
     normalized to 0..1; ``image`` is an index into the task's own images. Other keys inside
-    the entries are kept as they are.
+    the entries are kept as they are. TRACE-Bench's ``references`` (term -> image index):
+    :func:`annotation.trace.prompts.reference_problems`.
     """
     found: Found = []
     if "conflicts" in meta:
@@ -802,6 +804,7 @@ def task_meta_problems(meta: Mapping[str, Any], n_images: int) -> Found:
         if not (isinstance(types, list) and all(isinstance(t, str) for t in types)):
             found.append(("meta.visual_instruction_types",
                           f"expected a list of strings, got {_got(types)}"))
+    found += reference_problems(meta, n_images)  # TRACE-Bench: term -> image
     return found
 
 

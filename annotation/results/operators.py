@@ -203,3 +203,74 @@ def trace_table(study: StudyData, checklist: pd.DataFrame, *, n_boot: int = 1000
         for n in table.loc[is_ensemble, "note"].fillna("")]
     table["n_decisions"] = table["n_decisions"].astype("Int64")
     return table
+
+
+# ----------------------------------------------------------------------------- Table 2
+#: Table 2's operator columns, in the paper's order and spelling
+TABLE2_COLUMNS = {"f": "Anchor (f)", "g": "Disentangle (g)", "⊕": "Apply (⊕)",
+                  "C": "Compose (C)"}
+TABLE2_AVG = "Avg."
+HUMAN_MEAN_SCORER = "human mean"
+
+
+def _slot(formula: object) -> float:
+    """The slot count (Eq. 2) of a task's formula; NaN without a parseable one."""
+    from annotation.trace.formula import FormulaError, parse, slot_count
+
+    if not isinstance(formula, str) or not formula.strip():
+        return np.nan
+    try:
+        return float(slot_count(parse(formula)))
+    except FormulaError:
+        return np.nan
+
+
+def generator_table(study: StudyData, *, unanswered: Unanswered = "omit",
+                    decided: StudyDecisions | None = None) -> pd.DataFrame:
+    """``trace_generators.csv``: operator scores per generator in the layout of TRACE-Bench
+    Table 2 ("Overall results on TRACE-Bench averaged over slots 1-8"), for each judge, the
+    mean ensemble and the humans (``human mean``: per output the mean of the annotators'
+    scores).
+
+    Rows: scorer x generator. Columns: ``Anchor (f)``, ``Disentangle (g)``, ``Apply (⊕)``,
+    ``Compose (C)`` and ``Avg.``, then n_outputs and n_slots. A cell is the operator score
+    (module docstring) averaged over the outputs of each slot level (Eq. 2, from the task's
+    ``meta.formula``; outputs without one form one level of their own), then over the slot
+    levels, as the paper averages over slots 1-8. ``Avg.`` is, per output, the mean of the
+    operator scores the output has, averaged the same way: the paper's Avg. is not the mean
+    of its four columns (GPT-Image-1.5: 0.8118 against 0.7835), so it is read as the mean
+    over each case's own operators (a case without ``g`` does not count a ``g`` score).
+    The paper's CLIP Sim column is not computed.
+    """
+    d = decided or study_decisions(study, unanswered)
+    humans, judges = _scores(d, study)
+    human = humans.groupby(["output_id", "operator"]).score.mean().reset_index()
+    human.insert(0, "scorer", HUMAN_MEAN_SCORER)
+    frames = [judges.rename(columns={"judge": "scorer"}), human]
+    scores = pd.concat([f for f in frames if not f.empty], ignore_index=True) if any(
+        not f.empty for f in frames) else pd.DataFrame(
+        columns=["scorer", "output_id", "operator", "score"])
+    scores = scores[scores.operator.isin(list(TABLE2_COLUMNS))]
+    columns = ["scorer", "generator", *TABLE2_COLUMNS.values(), TABLE2_AVG, "n_outputs",
+               "n_slots"]
+    if scores.empty:
+        return pd.DataFrame(columns=columns)
+    outputs = study.outputs.set_index("output_id")
+    formula = outputs["meta.formula"] if "meta.formula" in outputs else pd.Series(
+        np.nan, index=outputs.index)
+    avg = scores.groupby(["scorer", "output_id"]).score.mean().reset_index()
+    avg["operator"] = TABLE2_AVG
+    scores = pd.concat([scores, avg[scores.columns]], ignore_index=True)
+    scores["generator"] = scores.output_id.map(outputs["generator"])
+    scores["slot"] = scores.output_id.map(formula).map(_slot).fillna(-1.0)
+    per_slot = scores.groupby(["scorer", "generator", "operator", "slot"]).score.mean()
+    cells = per_slot.groupby(level=[0, 1, 2]).mean().unstack("operator")
+    cells = cells.rename(columns=TABLE2_COLUMNS).reindex(
+        columns=[*TABLE2_COLUMNS.values(), TABLE2_AVG])
+    counts = scores[scores.operator == TABLE2_AVG].groupby(["scorer", "generator"]).agg(
+        n_outputs=("output_id", "nunique"), n_slots=("slot", "nunique"))
+    table = cells.join(counts).reset_index()
+    order = {s: i for i, s in enumerate([*_judge_order(judges.judge), HUMAN_MEAN_SCORER])}
+    table = table.sort_values(["scorer", "generator"], key=lambda c: c.map(order)
+                              if c.name == "scorer" else c, kind="stable")
+    return table.reindex(columns=columns).reset_index(drop=True)

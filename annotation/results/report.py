@@ -65,7 +65,7 @@ from annotation.results.export import write_csv
 from annotation.results.groups import conflict_scores_table, group_scores_table
 from annotation.results.judge_bias import bland_altman_table
 from annotation.results.leaderboard import leaderboard_table
-from annotation.results.operators import operators_table
+from annotation.results.operators import generator_table, operators_table
 from annotation.results.paper_tables import trace_table, vif_table
 from annotation.results.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
 from annotation.results.reliability import reliability_table
@@ -80,7 +80,8 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "vif_table", "trace_table", "leniency", "bland_altman", "annotators",
           "alt_test_annotators",
           # added with the benchmarks' protocols (issue #15)
-          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "validation_set",
+          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "trace_generators",
+          "validation_set",
           # added with the study design (issue #16)
           "leaderboard")
 
@@ -223,6 +224,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "vif_conflicts": lambda: conflict_scores_table(study),
         "tiif_table": lambda: tiif.tiif_table(study, decided),
         "tiif_pairs": lambda: tiif.tiif_pairs(study, decided),
+        "trace_generators": lambda: generator_table(study, decided=decided),
         "validation_set": lambda: validation_table(study, decided, **boot),
         "leaderboard": lambda: leaderboard_table(study, decided),
     }
@@ -345,6 +347,11 @@ def paper_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFr
         for unit in dict.fromkeys(trace.unit):
             out.append((f"TRACE-Bench Table 7 (unit: {unit})",
                         analytics.ci_text(analytics.trace_view(trace, unit=unit))))
+    generators = tables.get("trace_generators")
+    if generators is not None and not generators.empty:
+        out.append(("TRACE-Bench Table 2 layout: operator scores per generator, averaged "
+                    "over the slot levels, for each judge and the human mean",
+                    generators))
     return out
 
 

@@ -41,6 +41,12 @@ and returns a tidy DataFrame:
   are involved, Krippendorff's (2011) alpha, nominal, in general.
 * :func:`failure_reasons`: the reviewers' failure reasons (Sec. 4.4 / Appendix C case
   tables) per operator.
+* ``cases``: the per-case table of the paper's Fig. 1/4
+  (:func:`annotation.results.trace_cases.case_table`), written with the boxes drawn on
+  the node images by :func:`write_tree_report`.
+* :func:`false_passes` / :func:`passed_instances`: how often the judge passed at the root
+  what a reviewer failed (reviewers check a blind sample of the passed instances), per
+  operator with a Wilson interval; a passed instance no reviewer opened is "not reviewed".
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from annotation.results.trace_cases import case_table, write_cases
 from annotation.stats.agreement import cohen_kappa, contingency_table, wilson_interval
 from annotation.stats.reliability import krippendorff_alpha
 from annotation.store import Store
@@ -80,7 +87,8 @@ from annotation.work.tree_review import NOT_A_FAILURE, PERSISTENT, REASONS, get_
 
 __all__ = [
     "AUTOMATIC_COLUMNS", "NOT_A_FAILURE_LABEL", "NO_REASON", "PAIR_COLUMNS", "TABLES",
-    "UNKNOWN_NODE", "auto_vs_human", "data_stamp", "failure_reasons", "figure11",
+    "UNKNOWN_NODE", "auto_vs_human", "data_stamp", "failure_reasons", "false_passes",
+    "figure11", "passed_instances",
     "figure11_chart", "human_agreement", "human_category", "load_automatic", "load_nodes",
     "load_reviews", "overall_progress", "progress_by_reviewer", "review_pairs",
     "reviews_jsonl", "reviews_jsonl_rows", "table3", "table3_chart", "table3_long",
@@ -115,7 +123,7 @@ NO_AUTOMATIC = "no automatic result"  # no such instance (or no judge, a broken 
 #: The report's tables, in the order of the page and the CSV files.
 TABLES = ("auto_vs_human", "human_agreement", "table3", "table3_long", "figure11",
           "failure_reasons", "automatic_localization", "reviews", "reviewer_progress",
-          "tree_problems")
+          "tree_problems", "false_passes", "passed_instances", "cases")
 
 
 # ------------------------------------------------------------------------ loading
@@ -490,6 +498,84 @@ def failure_reasons(pairs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["operator", "reason", "label", "n", "percent"])
 
 
+# ------------------------------------------------------------------------ false passes
+#: ``status`` of a judge-passed instance in :func:`passed_instances`.
+NOT_REVIEWED = "not reviewed"
+HUMAN_AGREED = "agreed"  # every reviewer said it is not a failure
+HUMAN_FAILED = "human failed"  # at least one reviewer marked it failed
+PASSED_COLUMNS = ["output_id", "task_id", "generator", "key", "operator", "target",
+                  "n_reviews", "n_human_failed", "reviewers", "status"]
+FALSE_PASS_COLUMNS = ["operator", "n_judge_passed", "n_reviewed", "n_not_reviewed",
+                      "n_reviews", "n_human_failed", "false_pass_rate", "false_pass_lo",
+                      "false_pass_hi", "n_judge_failed_reviews", "n_human_passed",
+                      "false_fail_rate", "false_fail_lo", "false_fail_hi"]
+
+
+def passed_instances(automatic: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """Every operator instance the judge passes at the root (``root_passed``), with its
+    current reviews (:func:`review_pairs`): n_reviews, n_human_failed (reviews whose origin
+    is a node or ``persistent``: the reviewer fails it at the root), reviewers, and status
+    ``not reviewed`` (no reviewer opened it: not an agreement), ``agreed`` (every review
+    says not a failure) or ``human failed``."""
+    passed = automatic[automatic["root_passed"].astype(bool)] if not automatic.empty else (
+        pd.DataFrame(columns=AUTOMATIC_COLUMNS))
+    pairs = pairs if not pairs.empty else pd.DataFrame(columns=PAIR_COLUMNS)
+    mine = pairs[pairs["status"] == NOT_FAILING]
+    grouped: dict[tuple[str, str], list[tuple[str, bool]]] = {}
+    for o, i, reviewer, origin in mine[["output_id", "instance", "reviewer",
+                                        "origin"]].itertuples(index=False):
+        grouped.setdefault((o, i), []).append((str(reviewer), origin != NOT_A_FAILURE))
+    rows = []
+    for r in passed[["output_id", "task_id", "generator", "key", "operator",
+                     "target"]].itertuples(index=False):
+        found = grouped.get((r.output_id, r.key), [])
+        failed = sum(f for _, f in found)
+        rows.append({**r._asdict(), "n_reviews": len(found), "n_human_failed": failed,
+                     "reviewers": "; ".join(sorted(name for name, _ in found)),
+                     "status": NOT_REVIEWED if not found else HUMAN_FAILED if failed
+                     else HUMAN_AGREED})
+    return pd.DataFrame(rows, columns=PASSED_COLUMNS)
+
+
+def false_passes(automatic: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """How often the judge passed what a human failed, per operator (f, g, ⊕, C) and
+    Overall ("TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image Generation",
+    Sec. 3.5: every operator instance is judged at the root; reviewers check a sample of
+    the passed ones, :func:`annotation.work.tree_review.review_instances`).
+
+    The unit is the review, as in :func:`auto_vs_human`: ``false_pass_rate`` =
+    n_human_failed / n_reviews over the reviews of judge-passed instances, with its Wilson
+    (1927) interval; n_judge_passed counts the judge-passed instances (root output x
+    instance), n_reviewed those with a review, n_not_reviewed the others (left out: not
+    reviewed is not agreed). Beside it the other direction, on the reviews of instances
+    the judge fails: ``false_fail_rate`` = n_human_passed (``not_a_failure``) /
+    n_judge_failed_reviews, with its Wilson interval."""
+    table = passed_instances(automatic, pairs)
+    pairs = pairs if not pairs.empty else pd.DataFrame(columns=PAIR_COLUMNS)
+    compared = pairs[pairs["status"] == COMPARED]
+    rows = []
+    for op in [*_operators(list(table["operator"]) + list(compared["operator"])), OVERALL]:
+        part = table if op == OVERALL else table[table["operator"] == op]
+        failed = compared if op == OVERALL else compared[compared["operator"] == op]
+        n_reviews = int(part["n_reviews"].sum())
+        n_failed = int(part["n_human_failed"].sum())
+        ci = wilson_interval(n_failed, n_reviews)
+        n_judge_failed = len(failed)
+        n_human_passed = int((failed["origin"] == NOT_A_FAILURE).sum())
+        back = wilson_interval(n_human_passed, n_judge_failed)
+        rows.append({
+            "operator": op, "n_judge_passed": len(part),
+            "n_reviewed": int((part["n_reviews"] > 0).sum()),
+            "n_not_reviewed": int((part["status"] == NOT_REVIEWED).sum()),
+            "n_reviews": n_reviews, "n_human_failed": n_failed,
+            "false_pass_rate": ci.estimate, "false_pass_lo": ci.lo, "false_pass_hi": ci.hi,
+            "n_judge_failed_reviews": n_judge_failed, "n_human_passed": n_human_passed,
+            "false_fail_rate": back.estimate, "false_fail_lo": back.lo,
+            "false_fail_hi": back.hi,
+        })
+    return pd.DataFrame(rows, columns=FALSE_PASS_COLUMNS)
+
+
 # ------------------------------------------------------------------------ progress
 def overall_progress(store: Store) -> tuple[int, int, int]:
     """``(done, needed, units)``: submitted reviews that count towards the overlap (at
@@ -551,6 +637,9 @@ def _tables(store: Store, automatic: pd.DataFrame, problems: pd.DataFrame,
         "reviews": reviews,
         "reviewer_progress": progress_by_reviewer(store),
         "tree_problems": problems,
+        "false_passes": false_passes(automatic, pairs),
+        "passed_instances": passed_instances(automatic, pairs),
+        "cases": case_table(automatic, pairs),
     }
 
 
@@ -612,11 +701,15 @@ def reviews_jsonl(store: Store, judge: str | None = None) -> str:
 
 def write_tree_report(store: Store, out: Path, judge: str | None = None) -> list[Path]:
     """Write ``reviews.jsonl`` and one CSV per table of :func:`tree_tables` (text cells
-    that a spreadsheet would run as a formula are neutralized)."""
+    that a spreadsheet would run as a formula are neutralized), and the per-case pages:
+    the node images with the reviewers' boxes drawn, ``cases/<case>.html`` and
+    ``cases.html`` (:func:`annotation.results.trace_cases.write_cases`)."""
     from annotation.results.report import write_csvs
 
     tables, jsonl = tree_report(store, judge)
-    return write_csvs(tables, out, {"reviews.jsonl": jsonl})
+    cases = tables.pop("cases")
+    written = write_csvs(tables, out, {"reviews.jsonl": jsonl})
+    return written + write_cases(store, cases, Path(out))
 
 
 # ------------------------------------------------------------------------ figures

@@ -77,3 +77,13 @@ def judge_raw_df(store: Store, judge: str, output_id: str, about: str) -> pd.Dat
         f"SELECT {about} AS about, raw, parse_status FROM judgments"
         f" WHERE judge = ? AND output_id = ? AND {about} IS NOT NULL ORDER BY judgment_id",
         [judge, output_id])
+
+
+def task_image_files(store: Store, task_id: str) -> list[dict[str, object]]:
+    """The task's images in input order (``Image_<idx>``): idx, role, kind, label,
+    sha256, format (of the stored file)."""
+    return [dict(zip(("idx", "role", "kind", "label", "sha256", "format"), r, strict=True))
+            for r in store.conn.execute(
+                "SELECT i.idx, i.role, i.kind, i.label, i.sha256, f.format FROM images i"
+                " JOIN files f ON f.sha256 = i.sha256 WHERE i.task_id = ? ORDER BY i.idx",
+                [task_id])]

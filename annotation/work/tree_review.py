@@ -11,8 +11,14 @@ carrier, other), optionally a box on a node image, and a note. Reviews are appen
 routing, overlap, reservations, resume and active time are the engine's
 (:mod:`annotation.work.engine`, queue kind ``trees``).
 
+**False passes**: with ``passed_share`` > 0 a sample of the instances the judge *passes*
+at the root is mixed into the list, alike and in checklist order
+(:func:`review_instances`), so the reviewer cannot tell them apart; marking one failed
+(an origin, a reason, optionally a box) records a false pass of the judge, answering
+``not_a_failure`` agrees with it.
+
 What a unit is: a root output with a diagnostic tree. What an answer is: the review of one
-failing instance. When a unit is complete: every failing instance localized, with a reason
+listed instance. When a unit is complete: every failing instance localized, with a reason
 unless it is not a failure (:func:`reviews_complete`). The automatic localization
 (:func:`annotation.trace.trees.automatic_localization`) is for the page to reveal only once the
 reviewer has answered every failing instance (:func:`reveal_automatic`).
@@ -20,6 +26,7 @@ reviewer has answered every failing instance (:func:`reveal_automatic`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, MutableMapping
@@ -31,6 +38,7 @@ import pandas as pd
 
 from annotation.store import Store, dumps
 from annotation.store import answers as answer_rows
+from annotation.trace.localize import STABLE_SUCCESS
 from annotation.trace.trees import (
     TreeItem,
     automatic_localization,
@@ -65,12 +73,16 @@ DEFAULT_OVERLAP = 1
 
 @dataclass(frozen=True)
 class TreeSettings:
-    """``judge``: whose node answers define pass/fail (None: :func:`default_judge`)."""
+    """``judge``: whose node answers define pass/fail (None: :func:`default_judge`).
+    ``passed_share``: the share (0..1) of the operator instances the judge *passes* at the
+    root that are mixed into each tree's list for the reviewer (:func:`review_instances`),
+    so that false passes can be found; 0 lists the failing instances only."""
 
     overlap: int = DEFAULT_OVERLAP
     reservation_minutes: int = DEFAULT_RESERVATION_MINUTES
     seed: int = 0
     judge: str | None = None
+    passed_share: float = 0.0
 
 
 #: the tree-review workflow's router (queue kind ``trees``)
@@ -84,7 +96,13 @@ def get_settings(store: Store) -> TreeSettings:
 
 
 def set_settings(store: Store, actor: str, **changes: Any) -> TreeSettings:
-    """Change the tree-review settings (overlap and reservation >= 1, judge); audited."""
+    """Change the tree-review settings (overlap and reservation >= 1, judge,
+    passed_share in 0..1); audited."""
+    share = changes.get("passed_share", 0.0)
+    if not isinstance(share, int | float) or isinstance(share, bool) or not 0 <= share <= 1:
+        raise ValueError(f"passed_share must be a number in 0..1, not {share!r}")
+    if "passed_share" in changes:
+        changes["passed_share"] = float(share)
     return ROUTER.set_settings(store, actor, **changes)
 
 
@@ -106,6 +124,35 @@ def failing_instances(store: Store, item: TreeItem, judge: str) -> list[FailingI
     root = table[(table.node == item.tree.nodes[0].id) & ~table.passed.astype(bool)]
     return [FailingInstance(instance_key(op, t), op, t)
             for op, t in root[["operator", "target"]].itertuples(index=False)]
+
+
+def sampled(seed: int, output_id: str, key: str, share: float) -> bool:
+    """Whether the instance ``key`` of the tree ``output_id`` is in the passed-instance
+    sample: a uniform number in [0, 1) drawn from a hash of (seed, output, instance) is
+    below ``share``. The same for every reviewer and every visit."""
+    if share <= 0:
+        return False
+    digest = hashlib.sha256(f"{seed}\x1f{output_id}\x1f{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2 ** 64 < share
+
+
+def review_instances(store: Store, item: TreeItem, judge: str,
+                     settings: TreeSettings | None = None) -> list[FailingInstance]:
+    """What the reviewer answers on a tree: every operator instance the judge fails at
+    the root and the sampled share (``settings.passed_share``, :func:`sampled`) of those it
+    passes, all in checklist order and alike, so that nothing on the page tells which the
+    judge passed (blind review). For a passed one the reviewer says ``not_a_failure`` or
+    marks it failed (origin, reason, box): a false pass of the judge."""
+    settings = settings or get_settings(store)
+    table = instance_table(store, item, judge)
+    root = table[table.node == item.tree.nodes[0].id]
+    out = []
+    for op, target, passed in root[["operator", "target", "passed"]].itertuples(index=False):
+        key = instance_key(op, target)
+        if not bool(passed) or sampled(settings.seed, item.root_output_id, key,
+                                       settings.passed_share):
+            out.append(FailingInstance(key, op, target))
+    return out
 
 
 def next_tree(store: Store, reviewer: str, now: datetime | None = None) -> str | None:
@@ -221,7 +268,7 @@ __all__ = [
     "NOT_A_FAILURE", "PERSISTENT", "REASONS", "FailingInstance", "Review", "TreeSettings",
     "automatic_localization", "failing_instances", "get_settings", "give_review",
     "judge_for", "my_reviews", "next_tree", "overall_progress", "personal_progress",
-    "previous_tree",
+    "previous_tree", "review_instances", "sampled",
     "reveal_automatic", "review_table", "reviews_complete", "set_settings", "submit_tree",
 ]
 
@@ -276,15 +323,17 @@ def box_from_pixels(xs: list[float], ys: list[float], width: int, height: int
 
 def compare_with_automatic(automatic: pd.DataFrame, failing: list[FailingInstance],
                            reviews: Mapping[str, Review]) -> list[dict[str, Any]]:
-    """Per failing instance the reviewer answered: element, the automatic category and
-    origin (``first_pass`` node, or ``persistent``), the reviewer's origin, and ``same``."""
+    """Per reviewed instance the reviewer answered: element, the automatic category and
+    origin (``first_pass`` node, ``persistent``, or ``not_a_failure`` for an instance the
+    judge passes at the root: a Stable Success), the reviewer's origin, and ``same``."""
     auto = automatic.set_index("key")
     rows = []
     for f in failing:
         if f.key not in reviews or f.key not in auto.index:
             continue
         a = auto.loc[f.key]
-        origin = a.first_pass if a.first_pass else PERSISTENT
+        origin = (NOT_A_FAILURE if a.category == STABLE_SUCCESS  # the judge passed it
+                  else a.first_pass if a.first_pass else PERSISTENT)
         mine = reviews[f.key].origin
         rows.append({"element": f.target or f.operator, "category": str(a.category),
                      "automatic": str(origin), "yours": mine, "same": origin == mine})
@@ -323,7 +372,7 @@ class TreeSession(Controller):
         judge = judge_for(self.store)
         if self.output_id is None or judge is None:
             return []
-        return failing_instances(self.store, load_tree_item(self.store, self.output_id), judge)
+        return review_instances(self.store, load_tree_item(self.store, self.output_id), judge)
 
     def complete(self) -> bool:
         """Every failing instance localized, with a reason unless it is not a failure."""
