@@ -26,7 +26,10 @@ interval as a contrast), C reliability.csv (Krippendorff's alpha interval/nomina
 ICC(A,1)), D judge_comparisons.csv (difference of two judges' PLCC: Zou, paired bootstrap),
 E checklist_comparisons.csv (difference of two equally accurate judges' accuracies; type-I
 error of the clustered and of the exact McNemar test), F system_level.csv (Kendall tau and
-pairwise accuracy of 6 generators), G bland_altman and trace_table (if present).
+pairwise accuracy of 6 generators), G bland_altman and trace_table (if present), H
+leaderboard.csv (each generator's score from a judge on all outputs corrected by humans on
+a uniform 20% sample, prediction-powered; beside the human-only interval, to compare
+widths).
 
 A column missing from the code under test prints "not in this version"; a builder that
 raises is counted per study; an import that fails (code being edited) is retried. The same

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from annotation.cli import main
 from annotation.formats.importers import import_path
@@ -114,12 +115,17 @@ def test_the_corrected_score_is_ppi_on_the_raw_rows(board):
         unlabeled = [o for o in ids if o not in human.index]
         y, f, fu = human[labeled].to_numpy(), judged[labeled].to_numpy(), judged[
             unlabeled].to_numpy()
-        lo, hi = ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05)
         row = rows.loc[gen]
         assert (row.n_labeled, row.n_unlabeled) == (20, 40)  # stratified: 20 per generator
         assert row.estimate == pytest.approx(float(np.ravel(
             ppi_py.ppi_mean_pointestimate(y, f, fu))[0]))
-        assert (row.lo, row.hi) == pytest.approx((float(lo[0]), float(hi[0])))
+        # the interval: ppi-python's normal one, read at t(n - 1) with unbiased variances
+        lam = row.lam
+        assert row.estimate == pytest.approx(np.mean(lam * fu) + np.mean(y - lam * f))
+        se = np.sqrt(np.var(y - lam * f, ddof=1) / len(y) + lam**2 * np.var(fu, ddof=1)
+                     / len(fu))
+        half = stats.t.ppf(0.975, len(y) - 1) * se
+        assert (row.lo, row.hi) == pytest.approx((row.estimate - half, row.estimate + half))
         assert row.judge_mean == pytest.approx(judged[ids].mean())
         assert row.human_mean == pytest.approx(y.mean())
         assert row.design == "stratified" and not row.note

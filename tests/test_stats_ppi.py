@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from annotation.stats.ppi import ppi_mean, tuned_lambda
 
@@ -28,7 +29,7 @@ def test_estimate_and_interval_match_ppi_python(seed, lam):
     n, big_n = int(rng.integers(15, 200)), int(rng.integers(50, 3000))
     y, f, fu = _data(rng, n, big_n, slope=float(rng.uniform(0.2, 1.5)),
                      noise=float(rng.uniform(0.1, 3)))
-    ours = ppi_mean(y, f, fu, lam=lam).iloc[0]
+    ours = ppi_mean(y, f, fu, lam=lam, small_sample=False).iloc[0]
     point = ppi_py.ppi_mean_pointestimate(y, f, fu, lam=lam)
     lo, hi = ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05, lam=lam)
     assert ours.estimate == pytest.approx(float(np.ravel(point)[0]), rel=1e-10)
@@ -54,7 +55,21 @@ def test_lambda_zero_is_the_human_only_mean():
     row = ppi_mean(y, f, fu, lam=0.0).iloc[0]
     assert row.estimate == pytest.approx(y.mean())
     assert (row.lo, row.hi) == pytest.approx((row.human_lo, row.human_hi))
+    ttest = stats.ttest_1samp(y, 0).confidence_interval(0.95)  # Student's t interval
+    assert (row.human_lo, row.human_hi) == pytest.approx((ttest.low, ttest.high))
     assert row.judge_mean == pytest.approx(np.concatenate([f, fu]).mean())
+
+
+def test_the_small_sample_interval_is_the_normal_one_read_at_t_with_unbiased_variances():
+    rng = np.random.default_rng(8)
+    y, f, fu = _data(rng, 25, 300, noise=1.5)
+    normal = ppi_mean(y, f, fu, small_sample=False).iloc[0]
+    small = ppi_mean(y, f, fu).iloc[0]
+    assert small.estimate == pytest.approx(normal.estimate) and small.lam == normal.lam
+    lam = small.lam
+    se = np.sqrt(np.var(y - lam * f, ddof=1) / 25 + lam**2 * np.var(fu, ddof=1) / 300)
+    half = stats.t.ppf(0.975, 24) * se
+    assert (small.lo, small.hi) == pytest.approx((small.estimate - half, small.estimate + half))
 
 
 def test_too_little_data_says_why():

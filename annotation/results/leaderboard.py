@@ -15,7 +15,7 @@ to correct its bias. Per judge, measure and generator:
   :func:`annotation.results.tiif.image_scores`);
 * ``judge_mean``: the judge alone over all the generator's outputs (what the benchmark
   reports; no interval: its bias is what the humans measure); ``human_mean`` with a
-  normal interval over the outputs humans scored; ``estimate``/``lo``/``hi``: corrected;
+  Student's t interval over the outputs humans scored; ``estimate``/``lo``/``hi``: corrected;
   ``lam``: the judge's tuned weight (0: the judge does not help, 1: plain PPI);
 * ranks (1 = best) of the generators by each of the three, and ``rank_changed``: the
   corrected rank differs from the judge's.

@@ -138,6 +138,9 @@ class RatingsDesign:
     sd_rater: float = 0.0
     sd_noise: float = 1.2
     p_rate: float = 1.0
+    #: < 1: only a uniform random sample of this share of the outputs has human scores (all
+    #: annotators), the judges score every output (the design of leaderboard.csv)
+    p_label: float = 1.0
     judges: tuple[JudgeModel, ...] = ()
     lo: int = 1
     hi: int = 10
@@ -192,6 +195,8 @@ DESIGNS: dict[str, RatingsDesign | ChecklistDesign] = {
         "ratings3_half", judges=(JudgeModel("judge-a", 0.5, 1.2, generators=(0, 1, 2)),)),
     "ratings3_random": RatingsDesign("ratings3_random", rater_bias=(0.0, 0.0, 0.0),
                                      sd_rater=0.5, judges=(JUDGE_A,)),
+    "ratings_board": RatingsDesign("ratings_board", n_tasks=100, p_label=0.2,
+                                   judges=(JUDGE_A, JUDGE_B)),
     "checklist": ChecklistDesign("checklist"),
     "checklist180": ChecklistDesign("checklist180", n_tasks=30),
 }
@@ -297,6 +302,8 @@ def ratings_study(d: RatingsDesign, rng: np.random.Generator) -> Any:
 
     a = rating_arrays(d, rng, d.n_tasks)
     oid = _output_ids(a["task"], a["gen"])
+    if d.p_label < 1.0:  # humans on a uniform sample of the outputs only
+        a["H"] = np.where((rng.random(len(oid)) < d.p_label)[:, None], a["H"], np.nan)
     rows, cols = np.nonzero(np.isfinite(a["H"]))
     human = pd.DataFrame({"output_id": oid[rows], "annotator": np.array(ANNOTATORS)[cols],
                           "criterion": CRITERION, "score": a["H"][rows, cols]})
@@ -556,6 +563,8 @@ def _system_truth(d: RatingsDesign) -> dict[str, float]:
         out[f"system|{j.name}|pairwise_accuracy"] = float((sx == sy).mean())
         out[f"system|{j.name}|min_gap"] = float(np.min(np.abs(np.diff(np.sort(jm)))))
     out["system|human|min_gap"] = float(np.min(np.abs(np.diff(np.sort(human)))))
+    for g, value in enumerate(human):  # each generator's true human mean (leaderboard.csv)
+        out[f"board|g{g + 1}"] = float(value)
     return out
 
 
@@ -834,8 +843,23 @@ def _other_specs() -> list[Spec]:
     ]
 
 
+def _leaderboard_specs() -> list[Spec]:
+    """Each generator's human mean from the judge on all 600 outputs and humans on a
+    uniform 20% sample; judge-b flatters g2 (+0.8) and is harsh on g4 (-0.8)."""
+    out = []
+    for judge, gen in (("judge-a", "g1"), ("judge-b", "g2"), ("judge-b", "g4"),
+                       ("judge-b", "g6")):
+        where = _w(judge=judge, measure=CRITERION, generator=gen)
+        out.append(Spec("H", "ratings_board", "leaderboard", f"{judge}, {gen}, corrected",
+                        "estimate", "lo", "hi", f"board|{gen}", where))
+        out.append(Spec("H", "ratings_board", "leaderboard", f"{judge}, {gen}, humans only",
+                        "human_mean", "human_lo", "human_hi", f"board|{gen}", where,
+                        note="the contrast: compare the widths"))
+    return out
+
+
 SPECS: list[Spec] = [*_ratings_specs(), *_checklist_specs(), *_reliability_specs(),
-                     *_other_specs()]
+                     *_other_specs(), *_leaderboard_specs()]
 FAMILIES = {
     "A": "ratings.csv: judge vs human mean, pooled leave-one-out rows",
     "B": "checklist.csv: judge vs human majority",
@@ -844,6 +868,7 @@ FAMILIES = {
     "E": "checklist_comparisons.csv: difference of two accuracies, McNemar",
     "F": "system_level.csv: ranking of 6 generators",
     "G": "bland_altman and trace_table (if present)",
+    "H": "leaderboard.csv: generator scores from the judge corrected by a human sample",
 }
 
 
@@ -889,6 +914,7 @@ TABLE_SOURCES: dict[str, list[tuple[str, str]]] = {
     "judge_comparisons": [("annotation.results.report", "judge_comparisons")],
     "system_level": [("annotation.results.report", "system_table")],
     "operators": [("annotation.results.operators", "operators_table")],
+    "leaderboard": [("annotation.results.leaderboard", "leaderboard_table")],
     "bland_altman": [("annotation.results.judge_bias", "bland_altman_table"),
                      ("annotation.results.report", "bland_altman_table"),
                      ("annotation.results.report", "bland_altman"),
