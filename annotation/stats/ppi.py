@@ -55,7 +55,7 @@ def tuned_lambda(y: np.ndarray, f: np.ndarray, f_unlabeled: np.ndarray) -> float
 
 def ppi_mean(y: Any, f: Any, f_unlabeled: Any, *, lam: float | None = None,
              conf: float = 0.95, small_sample: bool = True) -> pd.DataFrame:
-    """The prediction-powered mean with its normal interval, as one tidy row.
+    """The prediction-powered mean with its interval, as one tidy row.
 
     ``y``: the human score of each labelled output; ``f``: the judge's score of the same
     outputs; ``f_unlabeled``: the judge's score of the outputs without a human score.
