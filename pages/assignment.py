@@ -3,9 +3,10 @@
 import streamlit as st
 
 from annotation.accounts import auth
+from annotation.store import items
 from annotation.ui.app_state import open_store
 from annotation.ui.widgets import require
-from annotation.work import validation_set, workflow
+from annotation.work import sampling, validation_set, workflow
 
 user = require("admin")
 store = open_store(st.session_state)
@@ -25,24 +26,41 @@ with left, st.form("settings"):
                               settings.reservation_minutes,
                               help="An item opened but not answered is offered to someone "
                                    "else after this long")
+    first = st.checkbox("Disagreement first", settings.disagreement_first,
+                        help="Offer outputs whose judges disagree (with each other, or with "
+                             "the humans so far) first. Until the whole sample is annotated, "
+                             "the annotated outputs are then not a uniform sample; the report "
+                             "says so.")
     if st.form_submit_button("Save"):
         workflow.set_settings(store, user.name, overlap=int(overlap),
-                              reservation_minutes=int(minutes))
+                              reservation_minutes=int(minutes), disagreement_first=first)
         st.rerun()
 with right, st.form("sample"):
     st.subheader("Sample", anchor=False)
     total = len(workflow.annotatable_outputs(store))
     current = len(workflow.eligible_outputs(store))
-    st.caption(f"{current} of {total} annotatable outputs are in the current sample.")
-    mode = st.radio("Which outputs", workflow.SAMPLE_MODES, horizontal=True,
+    design = items.sample_design(store)
+    st.caption(f"{current} of {total} annotatable outputs are in the current sample "
+               f"(design: {design.get('mode')}, seed {design.get('seed', '-')}).")
+    mode = st.radio("Design", ("all", "uniform", "stratified", "paired"), horizontal=True,
                     format_func={"all": "All", "uniform": "Uniform random",
-                                 "stratified": "Stratified by generator"}.get)
+                                 "stratified": "Stratified", "paired": "Paired tasks"}.get,
+                    help="Stratified: in proportion to the strata below. Paired: the same "
+                         "tasks for every generator chosen below (size = tasks).")
     size = st.number_input("Sample size", 1, max(total, 1), min(168, max(total, 1)))
     seed = st.number_input("Seed", 0, 2**31 - 1, 0)
+    strata = st.multiselect("Strata (stratified)", sampling.stratum_keys(store),
+                            default=["generator"])
+    generators = st.multiselect("Generators (paired; none = all)",
+                                sampling.generators(store))
     if st.form_submit_button("Draw"):
-        workflow.draw_sample(store, user.name, mode, int(size) if mode != "all" else None,
-                             int(seed))
-        st.rerun()
+        try:
+            sampling.draw(store, user.name, str(mode), size=int(size), seed=int(seed),
+                          by=tuple(strata), generators=generators or None)
+        except (ValueError, KeyError) as exc:
+            st.error(str(exc.args[0] if exc.args else exc))
+        else:
+            st.rerun()
 
 with (st.expander("Validation set: questions balanced yes / no (TIIF-Bench)"),
       st.form("validation_set")):
@@ -56,7 +74,7 @@ with (st.expander("Validation set: questions balanced yes / no (TIIF-Bench)"),
         questions = columns[1].number_input("Questions (even)", 2, 100_000,
                                             min(560, 2 * max(total, 1)), step=2)
         set_seed = columns[2].number_input("Seed ", 0, 2**31 - 1, 0)
-        balance = columns[3].radio("Balance on", validation_set.BALANCES,
+        balance = columns[3].radio("Balance on", ("expected", "human"),
                                    format_func={"expected": "expected answers",
                                                 "human": "human majority"}.get)
         if st.form_submit_button("Draw the validation set"):

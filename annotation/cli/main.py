@@ -441,9 +441,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     recovery_cli.add_parsers(sub)  # judge-audit history | backup | restore
 
-    from annotation.cli import validation as validation_cli
+    from annotation.cli import sampling as sampling_cli
 
-    validation_cli.add_parser(sub)  # judge-audit validation-set --db DB
+    sampling_cli.add_parsers(sub)  # judge-audit sample | validation-set --db DB
     return parser
 
 

@@ -23,9 +23,10 @@ to correct its bias. Per judge, measure and generator:
 **The design.** The correction needs the human-scored outputs of a generator to be a
 uniform random sample of its outputs. A uniform or generator-stratified sample (and no
 sample, where the router offers every annotator the outputs in a random order of their
-own) qualifies; the TIIF-Bench validation set (balanced by answer) does not: its rows
-keep the judge-only and human-only columns and leave the corrected ones empty, with the
-reason in ``note``. ``design`` says which sample the rows come from.
+own) qualifies; the TIIF-Bench validation set (balanced by answer) does not, nor a
+sample offered disagreement first until all of it is annotated: their rows keep the
+judge-only and human-only columns and leave the corrected ones empty, with the reason
+in ``note``. ``design`` says which sample the rows come from.
 """
 
 from __future__ import annotations
@@ -49,15 +50,21 @@ COLUMNS = ["judge", "measure", "generator", "design", "n_outputs", "n_labeled",
 UNIFORM_DESIGNS = ("none", "all", "uniform", "stratified")
 
 
-def design_problem(design: dict[str, Any]) -> str | None:
-    """Why the sample ``design`` does not support the correction (None: it does)."""
+def design_problem(design: dict[str, Any], complete: bool = True) -> str | None:
+    """Why the sample ``design`` does not support the correction (None: it does).
+    ``complete``: every output of the sample has a human score (then the order in which
+    they were offered does not matter)."""
     mode = str(design.get("mode", "none"))
-    if mode in UNIFORM_DESIGNS:
-        return None
     if mode == "validation":
         return ("the sample is the validation set, balanced by answer, not a uniform "
                 "sample of the outputs: no corrected estimate")
-    return f"the sample ({mode}) is not a uniform sample of the outputs: no corrected estimate"
+    if mode not in UNIFORM_DESIGNS:
+        return (f"the sample ({mode}) is not a uniform sample of the outputs: no corrected "
+                "estimate")
+    if design.get("disagreement_first_ever") and not complete:
+        return ("outputs were offered disagreement first and the sample is not complete: "
+                "the outputs humans scored are not a uniform sample, no corrected estimate")
+    return None
 
 
 def _scores(study: StudyData, decided: StudyDecisions | None
@@ -86,8 +93,10 @@ def _scores(study: StudyData, decided: StudyDecisions | None
 def leaderboard_table(study: StudyData, decided: StudyDecisions | None = None, *,
                       conf: float = 0.95) -> pd.DataFrame:
     """The ``leaderboard.csv`` table (module docstring)."""
-    problem = design_problem(study.design)
     mode = str(study.design.get("mode", "none"))
+    scored = set(study.human_scores.output_id) | set(study.human_answers.output_id)
+    wanted = study.sample or set(study.outputs.output_id)
+    problem = design_problem(study.design, complete=wanted <= scored)
     generator = study.outputs.set_index("output_id").generator
     rows: list[dict[str, Any]] = []
     for measure, human, by_judge in _scores(study, decided):

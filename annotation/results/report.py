@@ -59,6 +59,7 @@ from annotation.results.checklist import (
     study_decisions,
 )
 from annotation.results.decisions import UNANSWERED
+from annotation.results.design import design_table
 from annotation.results.export import FORMULA_STARTS as FORMULA_STARTS  # re-exported
 from annotation.results.export import neutralize_table as neutralize_table  # re-exported
 from annotation.results.export import write_csv
@@ -83,7 +84,7 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "trace_generators",
           "validation_set",
           # added with the study design (issue #16)
-          "leaderboard")
+          "leaderboard", "study_design")
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "trace_generators": lambda: generator_table(study, decided=decided),
         "validation_set": lambda: validation_table(study, decided, **boot),
         "leaderboard": lambda: leaderboard_table(study, decided),
+        "study_design": lambda: design_table(study),
     }
     for name, step in steps.items():
         if progress:
@@ -367,6 +369,16 @@ def report_html(tables: dict[str, pd.DataFrame], *, title: str,
              "td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}"
              "th{background:#f4f4f4}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>"]
+    design = tables.get("study_design")
+    if design is not None and not design.empty:
+        row = design.iloc[0]
+        parts.append("<p><b>How the items were chosen:</b> "
+                     + html.escape(f"{row.design} (seed {row.seed}); {row.n_annotated} of "
+                                   f"{row.n_sample} outputs of the sample annotated"
+                                   + (f"; {row.note}" if row.note else "")
+                                   + ("" if row.uniform else
+                                      "; NOT a uniform sample of the benchmark's outputs"))
+                     + "</p>")
     for caption, table in paper_sections(tables):
         parts.append(f"<h2>{html.escape(caption)}</h2>")
         parts.append(_html_table(table))

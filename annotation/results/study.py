@@ -58,6 +58,8 @@ class StudyData:
         columns=["output_id", "question_id"]))
     #: how the annotation sample was drawn (:func:`annotation.store.items.sample_design`)
     design: dict[str, Any] = field(default_factory=lambda: {"mode": "none"})
+    #: the outputs of the sample (empty: no sample, every output is offered)
+    sample: frozenset[str] = frozenset()
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -137,6 +139,17 @@ def _with_features(store: Store, outputs: pd.DataFrame) -> pd.DataFrame:
     return outputs.merge(derived, on="task_id", how="left")
 
 
+def output_table(store: Store) -> pd.DataFrame:
+    """Every output but diagnostic-tree nodes, with every grouping column ``--by`` takes
+    (the task's meta flattened, task features, conflict labels), in import order."""
+    from annotation.trace.trees import node_output_ids
+
+    nodes = node_output_ids(store)
+    outputs = project_rows.outputs_with_tasks_df(store)
+    outputs = outputs[~outputs.output_id.isin(nodes)].reset_index(drop=True)
+    return _with_features(store, outputs)
+
+
 def load_study(store: Store) -> StudyData:
     """Read every current answer and judgment of the project (see the module docstring)."""
     from annotation.trace.trees import node_output_ids
@@ -160,10 +173,8 @@ def load_study(store: Store) -> StudyData:
     questions["depends_on"] = questions["depends_on"].map(json.loads)
     question_meta = pd.DataFrame([_flat_meta(m) for m in stored["meta"]], index=stored.index)
     questions = pd.concat([questions, question_meta], axis=1)
-    outputs = project_rows.outputs_with_tasks_df(store)
-    outputs = outputs[~outputs.output_id.isin(nodes)].reset_index(drop=True)
+    outputs = output_table(store)
     times = store.item_times_df()
-    outputs = _with_features(store, outputs)
     return StudyData(
         human_scores=human_scores.reset_index(drop=True),
         judge_scores=judge_scores.reset_index(drop=True),
@@ -176,4 +187,5 @@ def load_study(store: Store) -> StudyData:
         times=times[~times.output_id.isin(nodes)].reset_index(drop=True),
         validation=items.validation_pairs(store),
         design=items.sample_design(store),
+        sample=frozenset(items.sample_ids(store)),
     )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from annotation.store import append_audit, now_iso
+from annotation.store.queue import settings_key
 from annotation.trace.nodes import ROOT, output_node
 
 if TYPE_CHECKING:
@@ -89,11 +90,30 @@ def validation_pairs(store: Store) -> pd.DataFrame:
 def sample_design(store: Store) -> dict[str, Any]:
     """How the current sample was drawn: the detail of the newest ``workflow.sample``
     event (``mode``, ``size``, ``seed``, ...), or ``{"mode": "none"}`` when no sample was
-    ever drawn (annotators are offered every output)."""
+    ever drawn (annotators are offered every output); with ``disagreement_first`` (the
+    annotation setting now) and ``disagreement_first_ever`` (on at any time)."""
     row = store.conn.execute(
         "SELECT detail FROM audit_log WHERE action = 'workflow.sample'"
         " ORDER BY event_id DESC LIMIT 1").fetchone()
-    return json.loads(row[0]) if row and row[0] else {"mode": "none"}
+    design = json.loads(row[0]) if row and row[0] else {"mode": "none"}
+    settings = store.conn.execute("SELECT value FROM project WHERE key = ?",
+                                  [settings_key("annotate")]).fetchone()
+    now = bool(json.loads(settings[0]).get("disagreement_first")) if settings and settings[0] \
+        else False
+    ever = now or any(
+        json.loads(d or "{}").get("disagreement_first") for (d,) in store.conn.execute(
+            "SELECT detail FROM audit_log WHERE action = 'workflow.settings'"))
+    return {**design, "disagreement_first": now, "disagreement_first_ever": ever}
+
+
+def answer_fingerprint(store: Store) -> tuple[int, ...]:
+    """Changes whenever a judgment or a human answer is added (row counts and the newest
+    ids): what a cache of scores computed from them is keyed by."""
+    row = store.conn.execute(
+        "SELECT (SELECT COUNT(*) FROM judgments), (SELECT MAX(rowid) FROM judgments),"
+        " (SELECT COUNT(*) FROM annotations), (SELECT MAX(annotation_id) FROM annotations)"
+    ).fetchone()
+    return tuple(int(v or 0) for v in row)
 
 
 def output_task(store: Store, output_id: str) -> tuple[str, str | None]:

@@ -37,7 +37,7 @@ import hashlib
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
@@ -176,6 +176,9 @@ class Kind(Generic[S]):
     salt: str | None
     submit_action: str
     settings_action: str
+    #: per unit, how urgently it should be offered (higher first) when the settings say
+    #: ``disagreement_first``; None: the kind has no such order
+    priority: Callable[[Store], Mapping[str, float]] | None = None
 
 
 class Router(Generic[S]):
@@ -208,6 +211,17 @@ class Router(Generic[S]):
         """``person``'s own order of ``units`` (:func:`personal_order` with the kind's salt)."""
         return personal_order(units, person, seed, self.kind.salt)
 
+    def ranked(self, store: Store, units: Sequence[str], person: str, settings: Any
+               ) -> list[str]:
+        """:meth:`order`, with the units of higher :attr:`Kind.priority` first when the
+        settings have ``disagreement_first`` on (equal priority keeps the personal order)."""
+        order = self.order(units, person, settings.seed)
+        if self.kind.priority is None or not getattr(settings, "disagreement_first", False):
+            return order
+        urgency = self.kind.priority(store)
+        rank = {u: i for i, u in enumerate(order)}
+        return sorted(order, key=lambda u: (-float(urgency.get(u, 0.0)), rank[u]))
+
     # ------------------------------------------------------------ choosing
     def next(self, store: Store, person: str, now: datetime | None = None) -> str | None:
         """Choose (and reserve) the unit ``person`` should work on now; None when done."""
@@ -215,6 +229,7 @@ class Router(Generic[S]):
         stamp = _iso(moment)
         settings: Any = self.settings(store)
         units = self.kind.units(store)
+        order = self.ranked(store, units, person, settings)  # reads, outside the write lock
         with queues.writing(store, self.kind.name, user=person) as q:
             submitted = q.submission_counts()
             mine_done = set(q.submitted(person))
@@ -224,7 +239,7 @@ class Router(Generic[S]):
                     others[unit] = others.get(unit, 0) + 1
             started = q.started(person, self.kind.answers, stamp)
             choice = choose(units, started, submitted, others, mine_done, settings.overlap,
-                            self.order(units, person, settings.seed))
+                            order)
             if choice is not None:
                 q.reserve(person, choice, stamp,
                           _iso(moment + timedelta(minutes=settings.reservation_minutes)))

@@ -19,6 +19,7 @@ import random
 import pandas as pd
 
 from annotation.store import Store, items
+from annotation.store import project as project_rows
 
 ANSWERS = ("yes", "no")
 
@@ -104,8 +105,20 @@ def balanced_questions(candidates: pd.DataFrame, images: int, questions: int,
     return rows.sort_values(["output_id", "question_id"], ignore_index=True)
 
 
-BALANCES = ("expected", "human")
-"""What the set is balanced on: the expected answers, or the human majority."""
+BALANCES = ("expected", "human", "judge:<name>")
+"""What the set is balanced on: the expected answers, the human majority, or a judge."""
+
+
+def balance_column(balance: str) -> str:
+    """The column of the drawn set that ``balance`` balanced: ``pass_answer``,
+    ``human_majority`` or ``judge_answer``; ``ValueError`` for another balance."""
+    if balance == "expected":
+        return "pass_answer"
+    if balance == "human":
+        return "human_majority"
+    if balance.startswith("judge:") and balance[6:]:
+        return "judge_answer"
+    raise ValueError(f"balance must be expected, human or judge:<name>, not {balance!r}")
 
 
 def draw_validation_set(store: Store, actor: str, *, images: int = 300,
@@ -115,25 +128,35 @@ def draw_validation_set(store: Store, actor: str, *, images: int = 300,
     ``store``, make its images the annotation sample and keep its questions for the report
     (``validation_set.csv``); audited. Returns the set.
 
-    ``balance="expected"`` balances on the expected answers, before any annotation.
-    ``"human"`` balances on the strict majority of the human answers already given
+    ``balance="expected"`` balances on the expected answers, before any annotation;
+    ``"judge:<name>"`` on that judge's answers (as many questions it says "no" to as "yes":
+    a set on which a lenient judge cannot look good); ``"human"`` on the strict majority
+    of the human answers already given
     (:func:`annotation.results.checklist.study_decisions`, DSG gating included): the
     second stage of a study that first annotates a larger pool, for benchmarks whose
     expected answers are nearly all "yes" (the public TIIF-Bench testmini files expect
     "no" for 34 of 1,446 questions, too few for 280).
     """
-    if balance not in BALANCES:
-        raise ValueError(f"balance must be one of {', '.join(BALANCES)}, not {balance!r}")
+    on = balance_column(balance)
     candidates = items.checklist_candidates(store)
-    on = "pass_answer"
-    if balance == "human":
+    if on == "human_majority":
         from annotation.results.checklist import SEP, study_decisions
         from annotation.results.study import load_study
 
         majority = study_decisions(load_study(store)).majority.answer
         keys = candidates.output_id.astype(str) + SEP + candidates.question_id.astype(str)
         candidates = candidates.assign(human_majority=keys.map(majority).to_numpy())
-        on = "human_majority"
+    elif on == "judge_answer":
+        judge = balance[len("judge:"):]
+        answers = project_rows.judge_checklist_answers_df(store, judge)
+        if answers.empty:
+            known = ", ".join(map(str, store.judges_df().name)) or "none"
+            raise ValueError(f"judge {judge!r} answered no checklist question (judges: "
+                             f"{known})")
+        candidates = candidates.merge(
+            answers[["output_id", "question_id", "answer"]].rename(
+                columns={"answer": "judge_answer"}), on=["output_id", "question_id"],
+            how="left")
     table = balanced_questions(candidates, images, questions, seed, on=on)
     items.replace_validation_set(store, actor, table, {
         "mode": "validation", "balance": balance, "size": images, "questions": questions,

@@ -16,7 +16,6 @@ get is an :class:`AnnotatorItem`, which has no field for them.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from annotation.store import answers as answer_rows
 from annotation.store import project as project_rows
 from annotation.store import queue as queues
 from annotation.store.answers import Delivery
-from annotation.work import checklist
+from annotation.work import checklist, sampling
 from annotation.work import panel as panels
 from annotation.work.checklist import QuestionView, Target
 from annotation.work.engine import (
@@ -63,6 +62,9 @@ class Settings:
     overlap: int = DEFAULT_OVERLAP
     reservation_minutes: int = DEFAULT_RESERVATION_MINUTES
     seed: int = 0
+    #: offer outputs whose judges disagree (with each other, or with the humans so far)
+    #: first (:func:`annotation.work.sampling.output_disagreement`)
+    disagreement_first: bool = False
 
 
 # ------------------------------------------------------------------------ the units
@@ -86,7 +88,8 @@ def _units(store: Store) -> list[str]:
 #: the annotation workflow's router (queue kind ``annotate``)
 ROUTER: Router[Settings] = Router(Kind(
     name="annotate", units=_units, answers=("annotation",), settings=Settings, salt=None,
-    submit_action="item.submit", settings_action="workflow.settings"))
+    submit_action="item.submit", settings_action="workflow.settings",
+    priority=lambda store: sampling.output_disagreement(store)))
 
 
 def get_settings(store: Store) -> Settings:
@@ -105,41 +108,12 @@ def draw_sample(
 
     ``uniform``: ``size`` outputs drawn uniformly at random (``random.Random(seed)``);
     ``stratified``: ``size`` split over generators in proportion to their outputs (largest
-    remainders), drawn uniformly within each; ``all``: no restriction.
+    remainders), drawn uniformly within each; ``all``: no restriction. Every design,
+    with more options, is :func:`annotation.work.sampling.draw`.
     """
     if mode not in SAMPLE_MODES:
         raise ValueError(f"mode must be one of {', '.join(SAMPLE_MODES)}")
-    outputs = annotatable_outputs(store)
-    if mode == "all":
-        chosen: list[str] = []
-    else:
-        if size is None or size < 1:
-            raise ValueError("a sample needs a size of at least 1")
-        size = min(size, len(outputs))
-        rng = random.Random(seed)
-        if mode == "uniform":
-            chosen = rng.sample(list(outputs.output_id), size)
-        else:
-            chosen = stratified_sample(outputs, size, rng)
-    items.replace_sample(store, actor, chosen,
-                         {"mode": mode, "size": size, "seed": seed, "drawn": len(chosen)})
-    return chosen
-
-
-def stratified_sample(outputs: pd.DataFrame, size: int, rng: random.Random) -> list[str]:
-    """``size`` outputs split over generators in proportion to their outputs (largest
-    remainders), drawn uniformly within each."""
-    groups = {g: sorted(df.output_id) for g, df in outputs.groupby("generator", sort=True)}
-    total = len(outputs)
-    quotas = {g: size * len(ids) / total for g, ids in groups.items()}
-    counts = {g: int(q) for g, q in quotas.items()}
-    left = size - sum(counts.values())
-    for g in sorted(quotas, key=lambda g: (-(quotas[g] - counts[g]), g))[:left]:
-        counts[g] += 1
-    chosen = []
-    for g, ids in groups.items():
-        chosen.extend(rng.sample(ids, counts[g]))
-    return chosen
+    return sampling.draw(store, actor, mode, size=size, seed=seed)
 
 
 # ------------------------------------------------------------------------ routing
