@@ -27,7 +27,9 @@ is documented in ``docs/report.md``):
   scores of each judge and of the humans per generator and group, and VIF-Bench's
   conflict vs no-conflict comparison; ``tiif_table.csv`` and ``tiif_pairs.csv``
   (:mod:`annotation.results.tiif`): TIIF-Bench's Table 2 per judge and for the humans, and
-  the paired short vs long prompts.
+  the paired short vs long prompts; ``vif_variants.csv``
+  (:mod:`annotation.results.variants`): VIF-Bench's visual vs text-converted instructions
+  per generator, judge and criterion.
 
 Same seed, same numbers: every bootstrap is seeded from ``seed``.
 """
@@ -64,6 +66,7 @@ from annotation.results.paper_tables import trace_table, vif_table
 from annotation.results.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
 from annotation.results.reliability import reliability_table
 from annotation.results.study import StudyData
+from annotation.results.variants import variant_table
 from annotation.stats.comparison import adjust_pvalues, paired_bootstrap_diff, williams_t, zou_ci
 from annotation.stats.system import system_level
 
@@ -73,7 +76,7 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "vif_table", "trace_table", "leniency", "bland_altman", "annotators",
           "alt_test_annotators",
           # added with the benchmarks' protocols (issue #15)
-          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs")
+          "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "vif_variants")
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "vif_conflicts": lambda: conflict_scores_table(study),
         "tiif_table": lambda: tiif.tiif_table(study, decided),
         "tiif_pairs": lambda: tiif.tiif_pairs(study, decided),
+        "vif_variants": lambda: variant_table(study),
     }
     for name, step in steps.items():
         if progress:

@@ -19,7 +19,11 @@ Everything the statistics need, in the shapes :mod:`annotation.stats` takes:
 Unparsed judge answers and superseded human answers are left out; missing outputs have no
 answers. Diagnostic-tree node outputs (``meta.node`` other than the root, see
 :mod:`annotation.trace.trees`) are not items of the study: their answers and judgments are left
-out (they feed the tree localization instead). Pure reading: no statistics here.
+out (they feed the tree localization instead). Outputs generated from a VIF-Bench text
+variant (``meta.variant``, :mod:`annotation.vif.variants`) are not items either: they are
+in ``variant_outputs`` (output_id, task_id, generator, variant) and their parsed judge
+scores in ``variant_scores`` (output_id, judge, criterion, score), for the VI vs text
+comparison (:mod:`annotation.results.variants`). Pure reading: no statistics here.
 """
 
 from __future__ import annotations
@@ -53,6 +57,10 @@ class StudyData:
     judges: pd.DataFrame
     times: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["annotator", "output_id", "active_seconds"]))
+    variant_outputs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["output_id", "task_id", "generator", "variant"]))
+    variant_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["output_id", "judge", "criterion", "score"]))
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -135,12 +143,23 @@ def _with_features(store: Store, outputs: pd.DataFrame) -> pd.DataFrame:
 def load_study(store: Store) -> StudyData:
     """Read every current answer and judgment of the project (see the module docstring)."""
     from annotation.trace.trees import node_output_ids
+    from annotation.vif.variants import output_variant
 
-    nodes = node_output_ids(store)
+    stored_outputs = store.outputs_df()
+    variant = stored_outputs["meta"].map(output_variant)
+    variant_outputs = stored_outputs.loc[variant.notna(), ["output_id", "task_id",
+                                                           "generator"]].assign(
+        variant=variant[variant.notna()]).reset_index(drop=True)
+    not_items = node_output_ids(store) | set(variant_outputs.output_id)
     annotations = store.annotations_df()
-    annotations = annotations[~annotations.output_id.isin(nodes)]
-    judgments = store.judgments_df()
-    judgments = judgments[(judgments.parse_status == "ok") & ~judgments.output_id.isin(nodes)]
+    annotations = annotations[~annotations.output_id.isin(not_items)]
+    all_judgments = store.judgments_df()
+    judgments = all_judgments[(all_judgments.parse_status == "ok")
+                              & ~all_judgments.output_id.isin(not_items)]
+    variant_scores = all_judgments.loc[
+        (all_judgments.parse_status == "ok") & all_judgments.criterion.notna()
+        & all_judgments.output_id.isin(variant_outputs.output_id),
+        ["output_id", "judge", "criterion", "score"]].reset_index(drop=True)
     human_scores = annotations.loc[annotations.criterion.notna(),
                                    ["output_id", "annotator", "criterion", "score"]]
     human_answers = annotations.loc[annotations.question_id.notna(),
@@ -156,7 +175,7 @@ def load_study(store: Store) -> StudyData:
     question_meta = pd.DataFrame([_flat_meta(m) for m in stored["meta"]], index=stored.index)
     questions = pd.concat([questions, question_meta], axis=1)
     outputs = project_rows.outputs_with_tasks_df(store)
-    outputs = outputs[~outputs.output_id.isin(nodes)].reset_index(drop=True)
+    outputs = outputs[~outputs.output_id.isin(not_items)].reset_index(drop=True)
     times = store.item_times_df()
     outputs = _with_features(store, outputs)
     return StudyData(
@@ -168,5 +187,7 @@ def load_study(store: Store) -> StudyData:
         outputs=outputs,
         criteria=store.criteria_df(),
         judges=store.judges_df(),
-        times=times[~times.output_id.isin(nodes)].reset_index(drop=True),
+        times=times[~times.output_id.isin(not_items)].reset_index(drop=True),
+        variant_outputs=variant_outputs,
+        variant_scores=variant_scores,
     )
