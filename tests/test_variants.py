@@ -89,7 +89,7 @@ def test_images_removed_renumbered_and_references_rewritten(tmp_path: Path) -> N
     original = source["tasks"]["n2_00"]
     # input order: cat, layout, dog, pyramid, wind, meadow -> cat, dog, meadow
     assert task["task_id"] == "n2_00~text-dense"
-    assert task["meta"]["variant_of"] == "n2_00" and task["meta"]["variant"] == "text-dense"
+    assert task["meta"]["variant_of"] == "n2_00" and task["meta"]["text_variant"] == "text-dense"
     assert task["meta"]["image_map"] == [0, 2, 5]
     assert [i["label"] for i in task["images"]] == ["cat", "dog", "meadow"]
     assert all(i["role"] == "reference" for i in task["images"])
@@ -299,7 +299,7 @@ def test_round_trip_variant_bundle_outputs_import_linked_to_originals(tmp_path: 
         meta = json.loads(row.meta)
         task, name = row.output_id.split("/")[0].split("~")
         assert row.task_id == task  # linked to the original task
-        assert meta == {"seed": 1, "variant": name}
+        assert meta == {"seed": 1, "text_variant": name}
         assert row.output_id not in annotatable
     # judged against the original's checklist: the answer to its question was accepted
     answers = judgments[judgments.output_id.isin(variant.output_id)
@@ -309,7 +309,7 @@ def test_round_trip_variant_bundle_outputs_import_linked_to_originals(tmp_path: 
     assert not set(study.outputs.output_id) & set(variant.output_id)
     assert set(study.variant_outputs.output_id) == set(variant.output_id)
     _check_table(db, source, given, listed)
-    # export -> import into a new database keeps the link (meta.variant)
+    # export -> import into a new database keeps the link (meta.text_variant)
     assert main(["export", "--db", str(db), "--out", str(tmp_path / "export"), "--quiet"]) == 0
     db2 = tmp_path / "copy.db"
     with Store.open(db2) as store:
@@ -354,20 +354,20 @@ def test_variant_output_errors_are_located_and_nothing_is_written(tmp_path: Path
     text = refused.value.report()
     assert ("outputs.jsonl:1: task_id: unknown task 'n1_00' (the original of its text-dense "
             "variant: import the original tasks first, or in the same bundle)") in text
-    # 2. a second output of one generator for one variant; a bad meta.variant
+    # 2. a second output of one generator for one variant; a bad meta.text_variant
     good = read_jsonl(out / "outputs.jsonl")
     before = db_checksum(db)
     write_jsonl(out / "outputs.jsonl", [*good, {**good[1], "output_id": "again"}])
     with Store.open(db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, out)
-    assert (f"outputs.jsonl:{len(good) + 1}: meta.variant: a second output of 'gen-b' for the "
+    assert (f"outputs.jsonl:{len(good) + 1}: meta.text_variant: a second output of 'gen-b' for the "
             "text-dense variant of task 'n1_00' (output 'n1_00~text-dense/gen-b')"
             ) in refused.value.report()
-    write_jsonl(out / "outputs.jsonl", [{**good[0], "meta": {"variant": "text-huge"}},
+    write_jsonl(out / "outputs.jsonl", [{**good[0], "meta": {"text_variant": "text-huge"}},
                                         *good[1:]])
     with Store.open(db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, out)
-    assert ('outputs.jsonl:1: meta.variant: expected one of text-dense, text-medium, '
+    assert ('outputs.jsonl:1: meta.text_variant: expected one of text-dense, text-medium, '
             'text-sparse, got "text-huge"') in refused.value.report()
     assert db_checksum(db) == before
     # 3. a variant task naming no original
@@ -379,3 +379,35 @@ def test_variant_output_errors_are_located_and_nothing_is_written(tmp_path: Path
     assert "tasks.jsonl:1: meta.variant_of: expected the id of the original task" in \
         refused.value.report()
     assert db_checksum(db) == before
+
+
+# ----------------------------------------------------- the report and the analytics page
+
+
+@pytest.mark.slow
+def test_demo_variants_in_the_report_and_on_the_analytics_page(tmp_path: Path,
+                                                              served_demo: Path) -> None:
+    from tests.helpers.apptest import signed_in
+
+    db = served_demo  # the project the page opens
+    out = tmp_path / "ti-dense"
+    assert _variants(db, out, "dense") == 0
+    with Store.open(db) as store:
+        order = list(store.tasks_df().task_id)
+        generators = tuple(sorted(set(store.outputs_df().generator)))
+    generate_variant_outputs(out, {t: n for n, t in enumerate(order)}, generators)
+    with Store.open(db) as store:
+        import_path(store, out)
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "report"), "--bootstrap",
+                 "20", "--quiet"]) == 0
+    written = pd.read_csv(tmp_path / "report" / "vif_variants.csv")
+    assert set(written.condition) == {"vi", "text-dense"}
+    assert set(written.judge) >= {JUDGE}
+    at = signed_in("analytics.py", "admin", "admin", db=db, timeout=180)
+    at.session_state["an_n_boot"] = 20
+    at.run()
+    assert not at.exception
+    heads = [h.value for h in at.subheader]
+    assert "Visual vs text instructions (VIF-Bench Fig. 6 right)" in heads
+    shown = [d.value for d in at.dataframe if "condition" in d.value.columns]
+    assert len(shown) == 1 and set(shown[0].condition) == {"vi", "text-dense"}

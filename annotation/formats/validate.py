@@ -339,7 +339,7 @@ def _check_outputs(ck: _Check, outputs: list[Output], task_checklist: dict[str, 
             continue
         new_outputs.add(o.output_id)
         if o.task_id not in task_checklist:
-            variant = o.meta.get("variant")
+            variant = o.meta.get("text_variant")
             pr.at(o.origin, "task_id", f"unknown task {o.task_id!r}" + (
                 f" (the original of its {variant} variant: import the original tasks first, "
                 "or in the same bundle)" if variant else ""))
@@ -353,9 +353,9 @@ def _check_outputs(ck: _Check, outputs: list[Output], task_checklist: dict[str, 
             if holder != o.output_id:
                 where = (f" (output {holder!r}, already in the database)" if slot in stored_slots
                          else f" (output {holder!r})")
-                if o.meta.get("variant") is not None:
-                    pr.at(o.origin, "meta.variant", f"a second output of {o.generator!r} for "
-                          f"the {o.meta['variant']} variant of task {o.task_id!r}{where}")
+                if o.meta.get("text_variant") is not None:
+                    pr.at(o.origin, "meta.text_variant", f"a second output of {o.generator!r} for "
+                          f"the {o.meta['text_variant']} variant of task {o.task_id!r}{where}")
                 elif o.meta.get("node") is None:
                     pr.at(o.origin, "generator", f"a second output of {o.generator!r} for "
                           f"task {o.task_id!r}{where}")

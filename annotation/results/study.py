@@ -20,7 +20,7 @@ Unparsed judge answers and superseded human answers are left out; missing output
 answers. Diagnostic-tree node outputs (``meta.node`` other than the root, see
 :mod:`annotation.trace.trees`) are not items of the study: their answers and judgments are left
 out (they feed the tree localization instead). Outputs generated from a VIF-Bench text
-variant (``meta.variant``, :mod:`annotation.vif.variants`) are not items either: they are
+variant (``meta.text_variant``, :mod:`annotation.vif.variants`) are not items either: they are
 in ``variant_outputs`` (output_id, task_id, generator, variant) and their parsed judge
 scores in ``variant_scores`` (output_id, judge, criterion, score), for the VI vs text
 comparison (:mod:`annotation.results.variants`). Pure reading: no statistics here.

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def annotatable_outputs(store: Store) -> pd.DataFrame:
     """``output_id, task_id, generator`` of outputs with an image, not missing, not a
     diagnostic-tree node (``meta.node`` other than the root) and not generated from a
-    VIF-Bench text variant (``meta.variant``), in import order."""
+    VIF-Bench text variant (``meta.text_variant``), in import order."""
     df = store.query_df(
         "SELECT output_id, task_id, generator, meta FROM outputs"
         " WHERE missing = 0 AND sha256 IS NOT NULL ORDER BY rowid")

@@ -18,7 +18,7 @@ In judge-audit:
   ``image_map`` (the original index of each of its images: ``image_map[k]`` is the
   original ``Image_k``), ``readouts`` (the text that replaced each VI) and
   ``subject_count``; :func:`variant_project` writes them (``judge-audit variants``);
-* an **output of a variant** is an output of the *original* task with ``meta.variant``;
+* an **output of a variant** is an output of the *original* task with ``meta.text_variant``;
   :func:`link_variant_outputs` turns the outputs a bundle gives for a variant task into
   those, and drops the variant tasks (they are never stored: the original's images,
   checklist and criteria are what the output is judged against);
@@ -82,13 +82,13 @@ def variant_task_id(task_id: str, level: str) -> str:
 
 
 def output_variant(meta: Mapping[str, Any] | str | None) -> str | None:
-    """The text variant an output was generated from (``meta.variant``, a mapping or the
+    """The text variant an output was generated from (``meta.text_variant``, a mapping or the
     stored JSON text), None for an output of the original task (the ``vi`` condition)."""
     if isinstance(meta, str):
-        if '"variant"' not in meta:
+        if '"text_variant"' not in meta:
             return None
         meta = json.loads(meta)
-    value = meta.get("variant") if isinstance(meta, Mapping) else None
+    value = meta.get("text_variant") if isinstance(meta, Mapping) else None
     return value if isinstance(value, str) and value else None
 
 
@@ -273,7 +273,7 @@ def make_variant(task: Task, images: Sequence[TaskImage], level: str) -> Variant
     vid = f"{task.task_id}{SEPARATOR}{name}"
     count = subject_count(meta, ordered)
     variant_meta: dict[str, Any] = {
-        "variant_of": task.task_id, "variant": name, "image_map": [i.index for i in kept],
+        "variant_of": task.task_id, "text_variant": name, "image_map": [i.index for i in kept],
         "readouts": [{"kind": r["kind"], "subject": r["subject"], "text": r[level]}
                      for r in found] + [
             {"kind": "pose", "subject": s, "text": t[level]} for _i, s, t in poses
@@ -337,7 +337,7 @@ def listing(variants: Iterable[Variant]) -> list[dict[str, Any]]:
     ``variant``, ``subject_count``, ``images`` (kept), ``removed`` (the VI images, as
     ``Image_k:kind``)."""
     return [{"task_id": v.original, "variant_task_id": v.task.task_id,
-             "variant": v.task.meta["variant"], "subject_count": v.subject_count,
+             "variant": v.task.meta["text_variant"], "subject_count": v.subject_count,
              "images": len(v.images),
              "removed": " ".join(f"Image_{k}:{kind}" for k, kind in v.removed.items())}
             for v in variants]
@@ -352,22 +352,22 @@ def link_variant_outputs(project: ProjectData, problems: Problems) -> int:
 
     A task with ``meta.variant_of`` is a variant task: it is taken out of ``project``
     (tasks and images), and each output naming it becomes an output of ``variant_of``
-    with ``meta.variant``. Errors (located): a ``variant`` that is not ``text-dense``,
+    with ``meta.text_variant``. Errors (located): a ``variant`` that is not ``text-dense``,
     ``text-medium`` or ``text-sparse``, a ``variant_of`` that is not a task id or is
-    itself a variant, questions on a variant task, an output whose ``meta.variant``
+    itself a variant, questions on a variant task, an output whose ``meta.text_variant``
     differs from its variant task's or that also names a tree node. The original must be
     in the bundle or the database (checked with the other references)."""
     variants: dict[str, tuple[str, str]] = {}
     for t in project.tasks:
         if "variant_of" not in t.meta:
             continue
-        of, name = t.meta.get("variant_of"), t.meta.get("variant")
+        of, name = t.meta.get("variant_of"), t.meta.get("text_variant")
         if not isinstance(of, str) or not of.strip() or of == t.task_id:
             problems.at(t.origin, "meta.variant_of", f"expected the id of the original task, "
                         f"got {json.dumps(of)}")
             continue
         if name not in VARIANTS:
-            problems.at(t.origin, "meta.variant", f"expected one of {', '.join(VARIANTS)}, "
+            problems.at(t.origin, "meta.text_variant", f"expected one of {', '.join(VARIANTS)}, "
                         f"got {json.dumps(name)}")
             continue
         variants[t.task_id] = (of, str(name))
@@ -383,20 +383,20 @@ def link_variant_outputs(project: ProjectData, problems: Problems) -> int:
                         "its outputs are judged with the original task's checklist")
             break
     for o in project.outputs:
-        given = o.meta.get("variant")
+        given = o.meta.get("text_variant")
         if given is not None and given not in VARIANTS:
-            problems.at(o.origin, "meta.variant", f"expected one of {', '.join(VARIANTS)}, "
+            problems.at(o.origin, "meta.text_variant", f"expected one of {', '.join(VARIANTS)}, "
                         f"got {json.dumps(given)}")
             continue
         if o.task_id in variants:
             of, name = variants[o.task_id]
             if given is not None and given != name:
-                problems.at(o.origin, "meta.variant", f"{given!r}, but task {o.task_id!r} is "
+                problems.at(o.origin, "meta.text_variant", f"{given!r}, but task {o.task_id!r} is "
                             f"its {name!r} variant")
                 continue
             o.task_id = of
-            o.meta = {**o.meta, "variant": name}
-        if o.meta.get("variant") is not None and o.meta.get("node") is not None:
+            o.meta = {**o.meta, "text_variant": name}
+        if o.meta.get("text_variant") is not None and o.meta.get("node") is not None:
             problems.at(o.origin, "meta.node", "an output of a text variant is not a node of "
                         "a diagnostic tree")
     if variants:

@@ -27,7 +27,7 @@ ERASE = "Do not draw the boxes, arrows, pyramids or any other mark of the visual
 
 def score(task_n: int, generator: str, criterion: str, variant: str = "") -> int:
     """A deterministic 1..10 score that differs by task, generator, criterion and variant."""
-    seed = task_n * 7 + GENERATORS.index(generator) * 3 + CRITERIA.index(criterion) * 5
+    seed = task_n * 7 + sum(map(ord, generator)) * 3 + CRITERIA.index(criterion) * 5
     seed += {"": 0, "text-dense": 2, "text-medium": 4, "text-sparse": 9}[variant] * (
         1 + task_n % 3)
     return seed % 10 + 1
@@ -113,19 +113,21 @@ def make_variant_source(root: Path, per_count: dict[int, int]) -> dict[str, Any]
     return {"tasks": tasks, "scores": scores, "order": list(tasks)}
 
 
-def generate_variant_outputs(bundle: Path, scores_of: dict[str, int]) -> dict[
+def generate_variant_outputs(bundle: Path, scores_of: dict[str, int],
+                             generators: tuple[str, ...] = GENERATORS) -> dict[
         tuple[str, str, str], int]:
     """Play the generator and the judge on a ``judge-audit variants`` bundle: one Pillow
     image per variant task and generator (``outputs.jsonl``, ``task_id`` the variant
     task's), the judge's scores of the six criteria and its answer to the original task's
     question (``judgments.jsonl``). ``scores_of``: original task id -> its index in the
-    source. Returns ``{(original task, generator, criterion): score}``."""
+    source; ``generators``: who generates. Returns ``{(original task, generator,
+    criterion): score}``."""
     tasks = [json.loads(line) for line in (bundle / "tasks.jsonl").read_text().splitlines()]
     outputs, judgments = [], []
     given: dict[tuple[str, str, str], int] = {}
     for t in tasks:
-        original, variant = t["meta"]["variant_of"], t["meta"]["variant"]
-        for gen in GENERATORS:
+        original, variant = t["meta"]["variant_of"], t["meta"]["text_variant"]
+        for gen in generators:
             path = f"generated/{gen}/{t['task_id']}.png"
             make_image(bundle / path, size=(40, 40), color="navy", text=t["task_id"] + gen)
             oid = f"{t['task_id']}/{gen}"
