@@ -22,7 +22,7 @@ from annotation.results.variants import variant_table
 from annotation.stats.means import paired_difference
 from annotation.store import Store
 from annotation.store.items import annotatable_outputs
-from annotation.vif.variants import stratified_sample
+from annotation.vif.variants import stratified_sample, strip_erase_clause
 from tests.helpers.bundles import db_checksum, read_jsonl, write_jsonl
 from tests.helpers.variant_bundle import (
     CRITERIA,
@@ -156,6 +156,31 @@ def test_stratified_sample_size_per_subject_count(tmp_path: Path) -> None:
     assert len(pd.read_csv(tmp_path / "c" / "variant_tasks.csv")) == 12
 
 
+def test_published_subset_instead_of_a_drawn_one(tmp_path: Path, capsys) -> None:
+    """A VIF-Bench release marks its own subset (``in_vi_vs_ti_experiment``)."""
+    root = tmp_path / "source"
+    make_variant_source(root, {1: 3, 2: 2})
+    rows = read_jsonl(root / "tasks.jsonl")
+    db = tmp_path / "db.sqlite"
+    with Store.open(db) as store:
+        import_path(store, root)
+    assert _variants(db, tmp_path / "none", "dense", "--published") == 1
+    assert "no task is marked in_vi_vs_ti_experiment" in capsys.readouterr().err
+    for row in rows:
+        row["meta"]["in_vi_vs_ti_experiment"] = row["task_id"] in ("n2_01", "n1_02")
+    write_jsonl(root / "tasks.jsonl", rows)
+    for name in ("outputs.jsonl", "judgments.jsonl"):
+        write_jsonl(root / name, [])
+    db2 = tmp_path / "db2.sqlite"
+    with Store.open(db2) as store:
+        import_path(store, root)
+    assert _variants(db2, tmp_path / "pub", "dense", "--published", "--per-count", "1") == 0
+    assert list(pd.read_csv(tmp_path / "pub" / "variant_tasks.csv").task_id) == [
+        "n1_02", "n2_01"]
+    meta = json.loads((tmp_path / "pub" / "bundle.json").read_text())["meta"]["variants"]
+    assert meta["published"] is True and meta["seed"] is None
+
+
 def test_layout_only_tasks_are_not_in_the_subset(tmp_path: Path) -> None:
     root = tmp_path / "source"
     make_variant_source(root, {1: 2})
@@ -196,6 +221,14 @@ def test_project_without_vif_tasks_is_refused(tmp_path: Path, capsys) -> None:
         import_path(store, root)
     assert _variants(db, tmp_path / "out", "dense") == 1
     assert "no VIF-Bench tasks in this project" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("clause", [
+    ERASE, "Remove all boxes.", "Remove the box and arrows.", "Remove the box.",
+    "Do not draw the arrows. Never show the pyramid."])
+def test_trailing_erase_clause_removed(clause: str) -> None:
+    text = "Put the fox of Image_0 in the box of Image_1. Remove the hat of Image_0."
+    assert strip_erase_clause(f"{text} {clause}\n") == text  # the hat's sentence stays
 
 
 def test_task_without_readouts_is_named(tmp_path: Path, capsys) -> None:

@@ -1,12 +1,13 @@
 """``judge-audit variants``: VIF-Bench's text-variant tasks as a bundle to generate from.
 
     judge-audit variants --db DB --level dense|medium|sparse --out DIR [--per-count 50]
-                         [--seed S]
+                         [--seed S] [--published]
 
 Writes to DIR a bundle (``docs/bundle-format.md``, "VIF-Bench text variants") of the
 ``level`` variants of the stratified subset of the project's VIF-Bench tasks
 (:mod:`annotation.vif.variants`: ``--per-count`` tasks per subject count among the tasks
-with a non-layout visual instruction, drawn with ``--seed``), and ``variant_tasks.csv``
+with a non-layout visual instruction, drawn with ``--seed``; or with ``--published`` the
+tasks a VIF-Bench release marks ``in_vi_vs_ti_experiment``), and ``variant_tasks.csv``
 listing the chosen tasks (task_id, variant_task_id, variant, subject_count, images,
 removed). Reads the database only.
 
@@ -45,6 +46,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help=f"tasks per subject count (default {PER_COUNT}; all of a smaller "
                         "stratum)")
     p.add_argument("--seed", type=int, default=0, help="same seed, same subset")
+    p.add_argument("--published", action="store_true",
+                   help="take the release's own subset (tasks marked in_vi_vs_ti_experiment) "
+                        "instead of drawing one")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_variants)
     return p
@@ -65,7 +69,7 @@ def cmd_variants(args: argparse.Namespace) -> int:
         project = store.read_project()
         try:
             bundle, made = variant_project(project, args.level, per_count=args.per_count,
-                                           seed=args.seed)
+                                           seed=args.seed, published=args.published)
         except VariantError as exc:
             print(f"judge-audit variants: {exc}", file=sys.stderr)
             return 1

@@ -285,14 +285,17 @@ def make_variant(task: Task, images: Sequence[TaskImage], level: str) -> Variant
 
 
 def variant_project(project: ProjectData, level: str, *, per_count: int = PER_COUNT,
-                    seed: int = 0) -> tuple[ProjectData, list[Variant]]:
+                    seed: int = 0, published: bool = False
+                    ) -> tuple[ProjectData, list[Variant]]:
     """The bundle ``judge-audit variants`` writes: the ``level`` variants of the stratified
     subset of ``project`` (a store's :meth:`~annotation.store.Store.read_project`), with
     its criteria and judges and no outputs, and the variants in subset order.
+    ``published``: instead of drawing the subset, take the tasks the VIF-Bench release
+    marks ``in_vi_vs_ti_experiment`` (its own subset), in (subject count, id) order.
 
     :class:`VariantError`: an unknown level, a project without VIF-Bench tasks (no task
-    has a visual-instruction image), none with a non-layout VI, or chosen tasks whose
-    visual instructions have no text (each named)."""
+    has a visual-instruction image), none with a non-layout VI (or none marked, with
+    ``published``), or chosen tasks whose visual instructions have no text (each named)."""
     variant_name(level)
     images: dict[str, list[TaskImage]] = {}
     for image in project.images:
@@ -307,7 +310,15 @@ def variant_project(project: ProjectData, level: str, *, per_count: int = PER_CO
     if not eligible:
         raise VariantError(f"none of the {len(vif)} VIF-Bench task(s) has a visual "
                            "instruction other than layout (the subset's condition)")
-    chosen = stratified_sample(eligible, per_count, seed)
+    if published:
+        marked = {t.task_id for t in vif if t.meta.get("in_vi_vs_ti_experiment") is True}
+        if not marked:
+            raise VariantError("no task is marked in_vi_vs_ti_experiment (the VIF-Bench "
+                               "release's subset): leave out --published to draw one")
+        counts = {t: eligible.get(t) for t in marked}
+        chosen = sorted(marked, key=lambda t: (counts[t] is None, counts[t] or 0, t))
+    else:
+        chosen = stratified_sample(eligible, per_count, seed)
     tasks = {t.task_id: t for t in project.tasks}
     made: list[Variant] = []
     problems: list[str] = []
@@ -325,7 +336,8 @@ def variant_project(project: ProjectData, level: str, *, per_count: int = PER_CO
         source=project.source, format="bundle", criteria=list(project.criteria),
         judges=list(project.judges),
         meta={"variants": {"of": project.name, "level": level, "variant": variant_name(level),
-                           "per_count": per_count, "seed": seed,
+                           "per_count": None if published else per_count,
+                           "seed": None if published else seed, "published": published,
                            "tasks": [v.original for v in made]}})
     out.tasks = [v.task for v in made]
     out.images = [i for v in made for i in v.images]
