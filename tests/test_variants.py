@@ -444,3 +444,36 @@ def test_demo_variants_in_the_report_and_on_the_analytics_page(tmp_path: Path,
     assert "Visual vs text instructions (VIF-Bench Fig. 6 right)" in heads
     shown = [d.value for d in at.dataframe if "condition" in d.value.columns]
     assert len(shown) == 1 and set(shown[0].condition) == {"vi", "text-dense"}
+
+
+def test_variant_outputs_are_no_part_of_a_diagnostic_tree(tmp_path: Path) -> None:
+    """A task with a TRACE tree: an output of a text variant of it (meta.text_variant,
+    imported directly on the original task) is neither a tree unit nor its root."""
+    from annotation.results.trees import load_automatic
+    from annotation.trace.trees import tree_units
+    from tests.helpers.bundles import make_image
+    from tests.helpers.tree_fixture import write_tree_bundle
+
+    db = tmp_path / "tree.db"
+    with Store.open(db) as store:
+        import_path(store, write_tree_bundle(tmp_path / "tree"))
+        units, (automatic, _) = tree_units(store), load_automatic(store)
+    extra = tmp_path / "variant"
+    extra.mkdir()
+    (extra / "bundle.json").write_text(json.dumps({
+        "name": "Tree fixture", "benchmark": "TRACE-Bench",
+        "judges": [{"name": "gpt-5", "kind": "vlm"}]}))
+    (extra / "tasks.jsonl").write_text("")
+    make_image(extra / "out.png", size=(96, 96), color="black")
+    oid = "tr1~text-dense/m"
+    write_jsonl(extra / "outputs.jsonl", [{"output_id": oid, "task_id": "tr1", "generator": "m",
+                                           "path": "out.png",
+                                           "meta": {"text_variant": "text-dense"}}])
+    write_jsonl(extra / "judgments.jsonl", [  # every question passed: would change the tree
+        {"judge": "gpt-5", "output_id": oid, "question_id": f"tr1.q{k}",
+         "answer": "no" if k == 6 else "yes"} for k in range(1, 7)])
+    with Store.open(db) as store:
+        import_path(store, extra)
+        assert tree_units(store) == units
+        pd.testing.assert_frame_equal(load_automatic(store)[0], automatic)
+        assert oid in set(load_study(store).variant_outputs.output_id)
