@@ -315,8 +315,11 @@ def test_round_trip_variant_bundle_outputs_import_linked_to_originals(tmp_path: 
         given[f"text-{level}"] = generate_variant_outputs(out, index)
         with Store.open(db) as store:
             before = store.counts()
-            import_path(store, out)
+            summary = import_path(store, out)
             after = store.counts()
+        assert ("tasks.jsonl: 5 text-variant task(s) (meta.variant_of) are not stored as "
+                "tasks: the 10 output(s) of text variants are stored with their original "
+                "tasks (meta.text_variant)") in summary.text()
         assert after["tasks"] == before["tasks"]  # variant tasks are not stored
         assert after["images"] == before["images"]
     listed = list(pd.read_csv(tmp_path / "dense" / "variant_tasks.csv").task_id)

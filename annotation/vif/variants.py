@@ -360,7 +360,7 @@ def listing(variants: Iterable[Variant]) -> list[dict[str, Any]]:
 
 def link_variant_outputs(project: ProjectData, problems: Problems) -> int:
     """Attach the outputs of variant tasks to their original tasks, in place; return how
-    many variant tasks the bundle holds.
+    many variant tasks the bundle holds (and say so in a warning).
 
     A task with ``meta.variant_of`` is a variant task: it is taken out of ``project``
     (tasks and images), and each output naming it becomes an output of ``variant_of``
@@ -414,5 +414,9 @@ def link_variant_outputs(project: ProjectData, problems: Problems) -> int:
     if variants:
         project.tasks = [t for t in project.tasks if t.task_id not in variants]
         project.images = [i for i in project.images if i.task_id not in variants]
+        linked = sum(1 for o in project.outputs if o.meta.get("text_variant") is not None)
+        problems.warn("tasks.jsonl", None, None, f"{len(variants)} text-variant task(s) "
+                      f"(meta.variant_of) are not stored as tasks: the {linked} output(s) of "
+                      "text variants are stored with their original tasks (meta.text_variant)")
     return len(variants)
 
