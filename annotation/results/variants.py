@@ -13,13 +13,15 @@ condition, the number of tasks, the mean score with its Student-t interval
 level, the paired difference text minus VI over the tasks that have both
 (:func:`annotation.stats.means.paired_difference`: the paired t interval and test). The
 ``vi`` row covers the tasks of the subset only: those with an output of that generator
-from at least one text variant.
+from at least one text variant; judges that scored no output of a text variant have no
+rows.
 
 Pure function of a :class:`~annotation.results.study.StudyData`.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from annotation.results.paper_tables import judge_order
@@ -62,7 +64,7 @@ def variant_table(study: StudyData) -> pd.DataFrame:
     subset = set(zip(texts.generator, texts.task_id, strict=True))
     on_subset = [(g, t) in subset for g, t in zip(scores.generator, scores.task_id,
                                                   strict=True)]
-    scores = scores[on_subset]
+    scores = scores[np.array(on_subset, dtype=bool) & scores.judge.isin(set(texts.judge))]
     criteria = [c for c in study.criteria.name if c in set(scores.criterion)] + (
         [AVERAGE] if AVERAGE in set(scores.criterion) else [])
     cells = dict(tuple(scores.groupby(["generator", "judge", "criterion", "condition"])))
