@@ -199,10 +199,6 @@ def _subject(name: str | None, image: int | None, new_index: Mapping[int, int],
     return phrase
 
 
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
 @dataclass(frozen=True)
 class Variant:
     """One variant task (its records) and what the listing says of it."""
