@@ -480,3 +480,26 @@ def test_variant_outputs_are_no_part_of_a_diagnostic_tree(tmp_path: Path) -> Non
         assert tree_units(store) == units
         pd.testing.assert_frame_equal(load_automatic(store)[0], automatic)
         assert oid in set(load_study(store).variant_outputs.output_id)
+
+
+@pytest.mark.slow
+def test_real_tiif_bench_data_has_no_vif_tasks_and_no_variant_outputs(tmp_path: Path,
+                                                                      capsys) -> None:
+    """The public TIIF-Bench files (../shared/fixtures): their tasks carry a ``variant``
+    (short / long) of their own in the task meta; nothing of it is a text variant."""
+    import os
+
+    shared = Path(os.environ.get("JUDGE_AUDIT_SHARED")
+                  or Path(__file__).resolve().parents[2] / "shared")
+    fixture = shared / "fixtures" / "tiif-bench"
+    if not (fixture / "data" / "test_prompts").is_dir():
+        pytest.skip(f"TIIF-Bench fixture not found at {fixture}")
+    db = tmp_path / "tiif.db"
+    with Store.open(db) as store:
+        import_path(store, fixture, user="test")
+        study = load_study(store)
+        n_outputs = len(store.outputs_df())
+    assert study.variant_outputs.empty and len(study.outputs) == n_outputs
+    assert variant_table(study).empty
+    assert _variants(db, tmp_path / "out", "dense") == 1
+    assert "no VIF-Bench tasks in this project" in capsys.readouterr().err
