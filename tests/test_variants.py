@@ -303,6 +303,16 @@ def _check_table(db: Path, source: dict, given: dict[str, dict], listed: list[st
                     assert row["p"] == pytest.approx(ref.pvalue)
     average = table[(table.criterion == "average") & (table.condition == "vi")]
     assert len(average) == len(GENERATORS)
+    # against the original's checklist: the judge passed its question on every VI output
+    # ("yes") and failed it on every variant output ("no")
+    checklist = table[table.criterion == "checklist pass rate"].set_index(
+        ["generator", "condition"])
+    for gen in GENERATORS:
+        assert checklist.loc[(gen, "vi"), "mean"] == 1.0
+        for variant in given:
+            row = checklist.loc[(gen, variant)]
+            assert (row["mean"], row["diff"], row["n_pairs"]) == (0.0, -1.0, len(listed))
+            assert np.isnan(row["diff_lo"])  # every difference the same: no interval
 
 
 def test_round_trip_variant_bundle_outputs_import_linked_to_originals(tmp_path: Path) -> None:

@@ -21,8 +21,9 @@ answers. Diagnostic-tree node outputs (``meta.node`` other than the root, see
 :mod:`annotation.trace.trees`) are not items of the study: their answers and judgments are left
 out (they feed the tree localization instead). Outputs generated from a VIF-Bench text
 variant (``meta.text_variant``, :mod:`annotation.vif.variants`) are not items either: they are
-in ``variant_outputs`` (output_id, task_id, generator, variant) and their parsed judge
-scores in ``variant_scores`` (output_id, judge, criterion, score), for the VI vs text
+in ``variant_outputs`` (output_id, task_id, generator, variant), their parsed judge
+scores in ``variant_scores`` (output_id, judge, criterion, score) and answers in
+``variant_answers`` (output_id, judge, question_id, answer), for the VI vs text
 comparison (:mod:`annotation.results.variants`). Pure reading: no statistics here.
 """
 
@@ -61,6 +62,8 @@ class StudyData:
         columns=["output_id", "task_id", "generator", "variant"]))
     variant_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["output_id", "judge", "criterion", "score"]))
+    variant_answers: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["output_id", "judge", "question_id", "answer"]))
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -156,10 +159,12 @@ def load_study(store: Store) -> StudyData:
     all_judgments = store.judgments_df()
     judgments = all_judgments[(all_judgments.parse_status == "ok")
                               & ~all_judgments.output_id.isin(not_items)]
-    variant_scores = all_judgments.loc[
-        (all_judgments.parse_status == "ok") & all_judgments.criterion.notna()
-        & all_judgments.output_id.isin(variant_outputs.output_id),
-        ["output_id", "judge", "criterion", "score"]].reset_index(drop=True)
+    of_variants = ((all_judgments.parse_status == "ok")
+                   & all_judgments.output_id.isin(variant_outputs.output_id))
+    variant_scores = all_judgments.loc[of_variants & all_judgments.criterion.notna(),
+                                       ["output_id", "judge", "criterion", "score"]]
+    variant_answers = all_judgments.loc[of_variants & all_judgments.question_id.notna(),
+                                        ["output_id", "judge", "question_id", "answer"]]
     human_scores = annotations.loc[annotations.criterion.notna(),
                                    ["output_id", "annotator", "criterion", "score"]]
     human_answers = annotations.loc[annotations.question_id.notna(),
@@ -189,5 +194,6 @@ def load_study(store: Store) -> StudyData:
         judges=store.judges_df(),
         times=times[~times.output_id.isin(not_items)].reset_index(drop=True),
         variant_outputs=variant_outputs,
-        variant_scores=variant_scores,
+        variant_scores=variant_scores.reset_index(drop=True),
+        variant_answers=variant_answers.reset_index(drop=True),
     )

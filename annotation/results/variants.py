@@ -7,10 +7,11 @@ text at three granularities (``text-dense``, ``text-medium``, ``text-sparse``; t
 variant tasks of :mod:`annotation.vif.variants`). Every output, whatever it was generated
 from, is judged against the *original* task.
 
-:func:`variant_table`: per generator, judge, criterion (and the criteria ``average``) and
-condition, the number of tasks, the mean score with its Student-t interval
-(:func:`annotation.stats.means.mean_interval`; tasks are the units) and, for each text
-level, the paired difference text minus VI over the tasks that have both
+:func:`variant_table`: per generator, judge, criterion (and the criteria ``average``; and
+``checklist pass rate``, the share of the original task's checklist questions passed, where
+the judge answered them) and condition, the number of tasks, the mean score with its
+Student-t interval (:func:`annotation.stats.means.mean_interval`; tasks are the units)
+and, for each text level, the paired difference text minus VI over the tasks that have both
 (:func:`annotation.stats.means.paired_difference`: the paired t interval and test). The
 ``vi`` row covers the tasks of the subset only: those with an output of that generator
 from at least one text variant; judges that scored no output of a text variant have no
@@ -24,12 +25,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from annotation.results.decisions import decisions
 from annotation.results.paper_tables import judge_order
 from annotation.results.ratings import AVERAGE, with_average
 from annotation.results.study import StudyData
 from annotation.stats.means import mean_interval, paired_difference
 from annotation.vif.variants import CONDITIONS, VI
 
+#: The pseudo-criterion of the checklist: the share of the original task's questions passed.
+CHECKLIST = "checklist pass rate"
 VARIANT_COLUMNS = ["generator", "judge", "criterion", "condition", "n_tasks", "mean", "sd",
                    "mean_lo", "mean_hi", "n_pairs", "mean_vi", "diff", "diff_lo", "diff_hi",
                    "df", "p"]
@@ -38,16 +42,23 @@ VARIANT_COLUMNS = ["generator", "judge", "criterion", "condition", "n_tasks", "m
 def condition_scores(study: StudyData) -> pd.DataFrame:
     """task_id, generator, condition, judge, criterion, score: the judges' scores of the
     outputs of the original tasks (``vi``) and of their text variants, with the criteria
-    ``average`` where an output has every criterion."""
+    ``average`` where an output has every criterion, and :data:`CHECKLIST` (the share of
+    the original's checklist questions the judge passed, gated as every table does:
+    :func:`annotation.results.decisions.decisions`) where the judge answered questions."""
     criteria = list(study.criteria.name)
     columns = ["task_id", "generator", "condition", "judge", "criterion", "score"]
     if study.variant_outputs.empty:
         return pd.DataFrame(columns=columns)
     frames = []
-    for outputs, scores, condition in (
-            (study.outputs, study.judge_scores, None),
-            (study.variant_outputs, study.variant_scores, "variant")):
+    for outputs, scores, answers, condition in (
+            (study.outputs, study.judge_scores, study.judge_answers, None),
+            (study.variant_outputs, study.variant_scores, study.variant_answers, "variant")):
         scored = with_average(scores, "judge", criteria)
+        if len(answers):
+            decided = decisions(answers, study.questions, "judge")
+            rates = (decided.groupby(["output_id", "judge"]).passed.mean().dropna()
+                     .rename("score").reset_index().assign(criterion=CHECKLIST))
+            scored = pd.concat([scored, rates], ignore_index=True)
         keep = ["output_id", "task_id", "generator"] + ([condition] if condition else [])
         merged = scored.merge(outputs[keep], on="output_id")
         merged["condition"] = merged[condition] if condition else VI
@@ -65,8 +76,8 @@ def variant_table(study: StudyData) -> pd.DataFrame:
     on_subset = [(g, t) in subset for g, t in zip(scores.generator, scores.task_id,
                                                   strict=True)]
     scores = scores[np.array(on_subset, dtype=bool) & scores.judge.isin(set(texts.judge))]
-    criteria = [c for c in study.criteria.name if c in set(scores.criterion)] + (
-        [AVERAGE] if AVERAGE in set(scores.criterion) else [])
+    criteria = [c for c in study.criteria.name if c in set(scores.criterion)] + [
+        c for c in (AVERAGE, CHECKLIST) if c in set(scores.criterion)]
     cells = dict(tuple(scores.groupby(["generator", "judge", "criterion", "condition"])))
     rows = []
     for gen in sorted(set(scores.generator)):
