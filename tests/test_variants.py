@@ -207,6 +207,17 @@ def test_unknown_level_is_a_usage_error(tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "out").exists()
 
 
+def test_an_existing_bundle_is_never_overwritten(tmp_path: Path, capsys) -> None:
+    db, source = _project(tmp_path, {1: 1})
+    out = tmp_path / "dense"
+    assert _variants(db, out, "dense") == 0
+    generate_variant_outputs(out, {t: n for n, t in enumerate(source["order"])})
+    outputs = (out / "outputs.jsonl").read_text()
+    assert _variants(db, out, "dense") == 1
+    assert "exists and is not an empty folder" in capsys.readouterr().err
+    assert (out / "outputs.jsonl").read_text() == outputs  # the generated outputs stay
+
+
 def test_project_without_vif_tasks_is_refused(tmp_path: Path, capsys) -> None:
     root = tmp_path / "plain"
     make_variant_source(root, {1: 1})
@@ -315,6 +326,7 @@ def _check_table(db: Path, source: dict, given: dict[str, dict], listed: list[st
             assert np.isnan(row["diff_lo"])  # every difference the same: no interval
 
 
+@pytest.mark.slow
 def test_round_trip_variant_bundle_outputs_import_linked_to_originals(tmp_path: Path) -> None:
     db, source = _project(tmp_path, {1: 3, 2: 2, 3: 1})
     index = {t: n for n, t in enumerate(source["order"])}

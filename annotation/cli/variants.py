@@ -11,9 +11,9 @@ tasks a VIF-Bench release marks ``in_vi_vs_ti_experiment``), and ``variant_tasks
 listing the chosen tasks (task_id, variant_task_id, variant, subject_count, images,
 removed). Reads the database only.
 
-Exit codes: 0 success; 1 refused input (no such database, no VIF-Bench tasks, a chosen
-task whose visual instructions have no text: each named); 2 usage error (an unknown
-level).
+Exit codes: 0 success; 1 refused input (no such database, an ``--out`` that is not a new
+or empty folder, no VIF-Bench tasks, a chosen task whose visual instructions have no text:
+each named); 2 usage error (an unknown level).
 """
 
 from __future__ import annotations
@@ -65,6 +65,12 @@ def cmd_variants(args: argparse.Namespace) -> int:
     if not Path(args.db).exists():
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        print(f"judge-audit variants: {out} exists and is not an empty folder: give a new "
+              "one (writing there would replace its tasks.jsonl and outputs.jsonl)",
+              file=sys.stderr)
+        return 1
     with Store.open(args.db) as store:
         project = store.read_project()
         try:
@@ -73,7 +79,6 @@ def cmd_variants(args: argparse.Namespace) -> int:
         except VariantError as exc:
             print(f"judge-audit variants: {exc}", file=sys.stderr)
             return 1
-        out = Path(args.out)
         write_bundle(bundle, out)
     rows = listing(made)
     write_csv(pd.DataFrame(rows, columns=["task_id", "variant_task_id", "variant",
