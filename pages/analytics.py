@@ -208,6 +208,13 @@ with tab_ratings:
                        "verifiers decided, else the published ones (the labels_* columns "
                        "count which).")
             show(tables["vif_conflicts"], "vif_conflicts", "vif_conflicts")
+        if not tables["vif_variants"].empty:
+            st.subheader("Visual vs text instructions (VIF-Bench Fig. 6 right)", anchor=False)
+            st.caption("Judge scores of the outputs generated from the tasks with their visual "
+                       "instructions (vi) and from their text variants, all judged against "
+                       "the original task, on the variants' subset; text minus VI paired by "
+                       "task (paired t 95% interval)")
+            show(tables["vif_variants"], "vif_variants", "vif_variants")
 
 # ------------------------------------------------------------------------- checklist
 with tab_checklist:

@@ -31,7 +31,7 @@ from tests.helpers.tree_fixture import write_tree_bundle
 from tests.test_hostile_input import _formula_cells, write_hostile_bundle
 
 #: CLI commands that write CSV files, and those that write none (checked below).
-WRITES_CSV = {"report", "conflicts", "trees", "history", "tree"}
+WRITES_CSV = {"report", "conflicts", "trees", "history", "tree", "variants"}
 NO_CSV = {"import", "export", "demo", "serve", "info", "user", "backup", "restore", "check"}
 EVIL = ['=HYPERLINK("http://evil.example","x")', "@SUM(1+1)", "-evil", "\t=2+3", "\r=1+1",
         "+cmd"]
@@ -232,3 +232,26 @@ def test_the_page_downloads_use_the_same_writer():
 
     data = csv_bytes(pd.DataFrame({"@who": ["-evil", "\t=1", "-0.5"], "n": [-1.5, 2, 3]}))
     assert data.decode().splitlines() == ["'@who,n", "'-evil,-1.5", "'\t=1,2.0", "-0.5,3.0"]
+
+
+def test_variant_tasks_csv(tmp_path):
+    """``judge-audit variants`` lists its tasks in variant_tasks.csv: hostile ids too."""
+    from tests.helpers.variant_bundle import make_variant_source
+
+    root = tmp_path / "vbundle"
+    make_variant_source(root, {1: 1, 2: 1})
+    tasks = read_jsonl(root / "tasks.jsonl")
+    for task, evil in zip(tasks, (EVIL[0], EVIL[2]), strict=True):
+        task["task_id"] = evil
+        task["questions"][0]["question_id"] = evil + ".q1"
+    write_jsonl(root / "tasks.jsonl", tasks)
+    write_jsonl(root / "outputs.jsonl", [])
+    write_jsonl(root / "judgments.jsonl", [])
+    db = tmp_path / "variants.db"
+    with Store.open(db) as store:
+        import_path(store, root)
+    out = tmp_path / "ti"
+    assert main(["variants", "--db", str(db), "--level", "dense", "--out", str(out),
+                 "--quiet"]) == 0
+    assert [p.name for p in csv_files(out)] == ["variant_tasks.csv"]
+    assert_neutral(csv_files(out), ["'=HYPERLINK", "'-evil~text-dense"])

@@ -11,6 +11,7 @@
     judge-audit user disable|enable NAME --db DB
     judge-audit user role NAME --role annotator|admin --db DB
     judge-audit user passwd NAME --db DB
+    judge-audit variants --db DB --level dense|medium|sparse --out DIR [--per-count N]
 
 ``user add`` and ``user passwd`` ask for the password twice on a terminal; otherwise they
 read it from the first line of stdin (``echo "$PW" | judge-audit user passwd ann1 ...``).
@@ -444,6 +445,10 @@ def build_parser() -> argparse.ArgumentParser:
     from annotation.cli import sampling as sampling_cli
 
     sampling_cli.add_parsers(sub)  # judge-audit sample | validation-set --db DB
+
+    from annotation.cli import variants as variants_cli
+
+    variants_cli.add_parser(sub)  # judge-audit variants --db DB --level L --out DIR
     return parser
 
 

@@ -52,6 +52,7 @@ from annotation.records import (
     loads_finite,
 )
 from annotation.vif import draw as vi_draw
+from annotation.vif.variants import link_variant_outputs
 
 FORMAT = "judge-audit-bundle/1"
 MAX_TEXT = 1_000_000  # characters in one text field
@@ -327,6 +328,7 @@ def read_bundle_dir(root: Path, source: str | None = None,
         _read_outputs(root, rd, project, probe)
         _read_judgments(root, rd, project)
         _read_annotations(root, rd, project)
+        link_variant_outputs(project, rd)  # VIF-Bench text variants: outputs to originals
     except _Stop:
         pass
     rd.raise_if_any()

@@ -48,6 +48,7 @@ from annotation.trace.formula import FormulaError, parse
 from annotation.trace.nodes import ROOT, output_node
 from annotation.trace.prompts import reference_problems
 from annotation.vif.conflicts import CONFLICT_KEYS
+from annotation.vif.variants import variant_suffix
 
 #: criterion names, the keys of judgments and annotations (docs: ``[a-z0-9_]+``)
 CRITERION_NAME = re.compile(r"[a-z0-9_]+")
@@ -339,18 +340,24 @@ def _check_outputs(ck: _Check, outputs: list[Output], task_checklist: dict[str, 
             continue
         new_outputs.add(o.output_id)
         if o.task_id not in task_checklist:
-            pr.at(o.origin, "task_id", f"unknown task {o.task_id!r}")
+            variant = o.meta.get("text_variant")
+            pr.at(o.origin, "task_id", f"unknown task {o.task_id!r}" + (
+                f" (the original of its {variant} variant: import the original tasks first, "
+                "or in the same bundle)" if variant else ""))
             continue
         if o.missing and o.path is not None:
             pr.at(o.origin, "path", "an output marked missing cannot have a path")
         node = _node_problem(pr, o, tree_nodes)
         if node is not None:
-            slot = (o.task_id, o.generator, node)
+            slot = (o.task_id, o.generator, node + variant_suffix(o.meta))
             holder = slots.setdefault(slot, o.output_id)
             if holder != o.output_id:
                 where = (f" (output {holder!r}, already in the database)" if slot in stored_slots
                          else f" (output {holder!r})")
-                if o.meta.get("node") is None:
+                if o.meta.get("text_variant") is not None:
+                    pr.at(o.origin, "meta.text_variant", f"a second output of {o.generator!r} for "
+                          f"the {o.meta['text_variant']} variant of task {o.task_id!r}{where}")
+                elif o.meta.get("node") is None:
                     pr.at(o.origin, "generator", f"a second output of {o.generator!r} for "
                           f"task {o.task_id!r}{where}")
                 else:
@@ -553,7 +560,7 @@ def existing_tree_rows(store: Store, project: ProjectData) -> dict[str, Any]:
                                                    stored.generator, stored.meta, strict=True):
         if task_id not in tasks:
             continue
-        slot = (task_id, generator, output_node(meta))
+        slot = (task_id, generator, output_node(meta) + variant_suffix(meta))
         slots.setdefault(slot, output_id)
     task_meta: dict[str, tuple[str, dict[str, Any]]] = {}
     wanted = ({o.task_id for o in project.outputs if o.meta.get("node") is not None}

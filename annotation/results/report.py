@@ -32,7 +32,9 @@ is documented in ``docs/report.md``):
   the balanced question-level validation set, when one was drawn; ``leaderboard.csv``
   (:mod:`annotation.results.leaderboard`): each generator's judge score corrected by the
   human sample (prediction-powered inference, PPI++), beside the judge-only and human-only
-  scores.
+  scores;
+  ``vif_variants.csv`` (:mod:`annotation.results.variants`): VIF-Bench's visual vs
+  text-converted instructions per generator, judge and criterion.
 
 Same seed, same numbers: every bootstrap is seeded from ``seed``.
 """
@@ -72,6 +74,7 @@ from annotation.results.ratings import AVERAGE, pass_rate_rows, ratings_table, w
 from annotation.results.reliability import reliability_table
 from annotation.results.study import StudyData
 from annotation.results.validation import validation_table
+from annotation.results.variants import variant_table
 from annotation.stats.comparison import adjust_pvalues, paired_bootstrap_diff, williams_t, zou_ci
 from annotation.stats.system import system_level
 
@@ -82,7 +85,7 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "alt_test_annotators",
           # added with the benchmarks' protocols (issue #15)
           "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "trace_generators",
-          "validation_set",
+          "validation_set", "vif_variants",
           # added with the study design (issue #16)
           "leaderboard", "study_design")
 
@@ -229,6 +232,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "validation_set": lambda: validation_table(study, decided, **boot),
         "leaderboard": lambda: leaderboard_table(study, decided),
         "study_design": lambda: design_table(study),
+        "vif_variants": lambda: variant_table(study),
     }
     for name, step in steps.items():
         if progress:

@@ -19,7 +19,12 @@ Everything the statistics need, in the shapes :mod:`annotation.stats` takes:
 Unparsed judge answers and superseded human answers are left out; missing outputs have no
 answers. Diagnostic-tree node outputs (``meta.node`` other than the root, see
 :mod:`annotation.trace.trees`) are not items of the study: their answers and judgments are left
-out (they feed the tree localization instead). Pure reading: no statistics here.
+out (they feed the tree localization instead). Outputs generated from a VIF-Bench text
+variant (``meta.text_variant``, :mod:`annotation.vif.variants`) are not items either: they are
+in ``variant_outputs`` (output_id, task_id, generator, variant), their parsed judge
+scores in ``variant_scores`` (output_id, judge, criterion, score) and answers in
+``variant_answers`` (output_id, judge, question_id, answer), for the VI vs text
+comparison (:mod:`annotation.results.variants`). Pure reading: no statistics here.
 """
 
 from __future__ import annotations
@@ -60,6 +65,12 @@ class StudyData:
     design: dict[str, Any] = field(default_factory=lambda: {"mode": "none"})
     #: the outputs of the sample (empty: no sample, every output is offered)
     sample: frozenset[str] = frozenset()
+    variant_outputs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["output_id", "task_id", "generator", "variant"]))
+    variant_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["output_id", "judge", "criterion", "score"]))
+    variant_answers: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["output_id", "judge", "question_id", "answer"]))
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -139,26 +150,44 @@ def _with_features(store: Store, outputs: pd.DataFrame) -> pd.DataFrame:
     return outputs.merge(derived, on="task_id", how="left")
 
 
-def output_table(store: Store) -> pd.DataFrame:
-    """Every output but diagnostic-tree nodes, with every grouping column ``--by`` takes
-    (the task's meta flattened, task features, conflict labels), in import order."""
-    from annotation.trace.trees import node_output_ids
+def output_table(store: Store, exclude: set[str] | None = None) -> pd.DataFrame:
+    """Every output that is a study item (not a diagnostic-tree node, not a text-variant
+    output; or all but ``exclude``), with every grouping column ``--by`` takes (the task's
+    meta flattened, task features, conflict labels), in import order."""
+    if exclude is None:
+        from annotation.trace.trees import node_output_ids
+        from annotation.vif.variants import output_variant
 
-    nodes = node_output_ids(store)
+        stored = store.outputs_df()
+        exclude = node_output_ids(store) | set(
+            stored.output_id[stored["meta"].map(output_variant).notna()])
     outputs = project_rows.outputs_with_tasks_df(store)
-    outputs = outputs[~outputs.output_id.isin(nodes)].reset_index(drop=True)
+    outputs = outputs[~outputs.output_id.isin(exclude)].reset_index(drop=True)
     return _with_features(store, outputs)
 
 
 def load_study(store: Store) -> StudyData:
     """Read every current answer and judgment of the project (see the module docstring)."""
     from annotation.trace.trees import node_output_ids
+    from annotation.vif.variants import output_variant
 
-    nodes = node_output_ids(store)
+    stored_outputs = store.outputs_df()
+    variant = stored_outputs["meta"].map(output_variant)
+    variant_outputs = stored_outputs.loc[variant.notna(), ["output_id", "task_id",
+                                                           "generator"]].assign(
+        variant=variant[variant.notna()]).reset_index(drop=True)
+    not_items = node_output_ids(store) | set(variant_outputs.output_id)
     annotations = store.annotations_df()
-    annotations = annotations[~annotations.output_id.isin(nodes)]
-    judgments = store.judgments_df()
-    judgments = judgments[(judgments.parse_status == "ok") & ~judgments.output_id.isin(nodes)]
+    annotations = annotations[~annotations.output_id.isin(not_items)]
+    all_judgments = store.judgments_df()
+    judgments = all_judgments[(all_judgments.parse_status == "ok")
+                              & ~all_judgments.output_id.isin(not_items)]
+    of_variants = ((all_judgments.parse_status == "ok")
+                   & all_judgments.output_id.isin(variant_outputs.output_id))
+    variant_scores = all_judgments.loc[of_variants & all_judgments.criterion.notna(),
+                                       ["output_id", "judge", "criterion", "score"]]
+    variant_answers = all_judgments.loc[of_variants & all_judgments.question_id.notna(),
+                                        ["output_id", "judge", "question_id", "answer"]]
     human_scores = annotations.loc[annotations.criterion.notna(),
                                    ["output_id", "annotator", "criterion", "score"]]
     human_answers = annotations.loc[annotations.question_id.notna(),
@@ -173,7 +202,7 @@ def load_study(store: Store) -> StudyData:
     questions["depends_on"] = questions["depends_on"].map(json.loads)
     question_meta = pd.DataFrame([_flat_meta(m) for m in stored["meta"]], index=stored.index)
     questions = pd.concat([questions, question_meta], axis=1)
-    outputs = output_table(store)
+    outputs = output_table(store, exclude=not_items)
     times = store.item_times_df()
     return StudyData(
         human_scores=human_scores.reset_index(drop=True),
@@ -184,8 +213,11 @@ def load_study(store: Store) -> StudyData:
         outputs=outputs,
         criteria=store.criteria_df(),
         judges=store.judges_df(),
-        times=times[~times.output_id.isin(nodes)].reset_index(drop=True),
+        times=times[~times.output_id.isin(not_items)].reset_index(drop=True),
         validation=items.validation_pairs(store),
         design=items.sample_design(store),
         sample=frozenset(items.sample_ids(store)),
+        variant_outputs=variant_outputs,
+        variant_scores=variant_scores.reset_index(drop=True),
+        variant_answers=variant_answers.reset_index(drop=True),
     )

@@ -157,7 +157,10 @@ def _load_trees(store: Store, task_ids: Iterable[str]) -> tuple[dict[str, Tree],
 def _node_passes(store: Store, units: pd.DataFrame, judge: str) -> pd.DataFrame:
     """Per unit, node and question: ``passed`` (the judge's answer equals the pass
     answer), as :func:`annotation.trace.trees.question_passes` gives for one unit."""
+    from annotation.vif.variants import output_variant
+
     outputs = store.outputs_df()[["output_id", "task_id", "generator", "meta"]]
+    outputs = outputs[outputs["meta"].map(output_variant).isna()].copy()  # not tree outputs
     outputs["node"] = [output_node(m) for m in outputs["meta"]]
     answers = project_rows.judge_checklist_answers_df(store, judge)
     answers["passed"] = answers["answer"] == answers["pass_answer"]

@@ -7,8 +7,11 @@
   problem when several different population variances are involved", Biometrika 34):
   it does not assume equal variances, which two groups of tasks (conflict, no conflict)
   rarely have.
+* :func:`paired_difference`: the mean of paired differences with the Student (1908) t
+  interval on the differences (the paired t test): the same task generated from its visual
+  instruction and from a text variant.
 
-Both return tidy one-row DataFrames (pingouin's style), NaN where a group is too small.
+All return tidy one-row DataFrames (pingouin's style), NaN where a group is too small.
 """
 
 from __future__ import annotations
@@ -58,4 +61,30 @@ def welch_difference(x: ArrayLike, y: ArrayLike, conf: float = 0.95) -> pd.DataF
             half = float(stats.t.ppf((1 + conf) / 2, df)) * se
             row.update(diff_lo=row["diff"] - half, diff_hi=row["diff"] + half, df=df,
                        p=float(2 * stats.t.sf(abs(row["diff"]) / se, df)))
+    return pd.DataFrame([row])
+
+
+def paired_difference(x: ArrayLike, y: ArrayLike, conf: float = 0.95) -> pd.DataFrame:
+    """``n`` (pairs where both are finite), ``mean_x``, ``mean_y``, ``diff`` (the mean of
+    ``x - y``), ``diff_lo``, ``diff_hi``, ``df`` (n - 1) and the two-sided ``p`` of the
+    paired t test; ``x`` and ``y`` are aligned (pair i = ``x[i]``, ``y[i]``). NaN interval
+    below two pairs or when every difference is the same."""
+    a = np.asarray(x, dtype=float).ravel()
+    b = np.asarray(y, dtype=float).ravel()
+    if len(a) != len(b):
+        raise ValueError(f"paired values must have the same length, got {len(a)} and {len(b)}")
+    keep = np.isfinite(a) & np.isfinite(b)
+    a, b = a[keep], b[keep]
+    n = len(a)
+    d = a - b
+    row = {"n": n, "mean_x": float(a.mean()) if n else math.nan,
+           "mean_y": float(b.mean()) if n else math.nan,
+           "diff": float(d.mean()) if n else math.nan,
+           "diff_lo": math.nan, "diff_hi": math.nan, "df": math.nan, "p": math.nan}
+    if n > 1:
+        se = float(d.std(ddof=1)) / math.sqrt(n)
+        if se > 0:
+            half = float(stats.t.ppf((1 + conf) / 2, n - 1)) * se
+            row.update(diff_lo=row["diff"] - half, diff_hi=row["diff"] + half, df=n - 1,
+                       p=float(2 * stats.t.sf(abs(row["diff"]) / se, n - 1)))
     return pd.DataFrame([row])

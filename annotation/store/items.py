@@ -15,19 +15,21 @@ import pandas as pd
 from annotation.store import append_audit, now_iso
 from annotation.store.queue import settings_key
 from annotation.trace.nodes import ROOT, output_node
+from annotation.vif.variants import output_variant
 
 if TYPE_CHECKING:
     from annotation.store import Store
 
 
 def annotatable_outputs(store: Store) -> pd.DataFrame:
-    """``output_id, task_id, generator`` of outputs with an image, not missing, and not a
-    diagnostic-tree node (``meta.node`` other than the root), in import order."""
+    """``output_id, task_id, generator`` of outputs with an image, not missing, not a
+    diagnostic-tree node (``meta.node`` other than the root) and not generated from a
+    VIF-Bench text variant (``meta.text_variant``), in import order."""
     df = store.query_df(
         "SELECT output_id, task_id, generator, meta FROM outputs"
         " WHERE missing = 0 AND sha256 IS NOT NULL ORDER BY rowid")
-    root = pd.Series([output_node(m) == ROOT for m in df["meta"]], index=df.index,
-                     dtype=bool)
+    root = pd.Series([output_node(m) == ROOT and output_variant(m) is None
+                      for m in df["meta"]], index=df.index, dtype=bool)
     return df[root].drop(columns="meta").reset_index(drop=True)
 
 

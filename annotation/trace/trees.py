@@ -173,7 +173,12 @@ def load_tree(store: Store, task_id: str) -> Tree | None:
 
 
 def _outputs(store: Store) -> pd.DataFrame:
+    """Outputs with their ``node``; outputs of a VIF-Bench text variant are no part of a
+    tree (:mod:`annotation.vif.variants`)."""
+    from annotation.vif.variants import output_variant
+
     df = store.outputs_df()[["output_id", "task_id", "generator", "sha256", "meta"]]
+    df = df[df["meta"].map(output_variant).isna()].copy()
     df["node"] = [output_node(m) for m in df["meta"]]
     return df.drop(columns="meta")
 

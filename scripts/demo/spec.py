@@ -119,6 +119,15 @@ POSE_TARGET: dict[str, list[float]] = {
     "l_knee": [0.60, 0.72],
     "l_ankle": [0.66, 0.87],
 }
+#: The text of the pose reference at the three granularities of VIF-Bench App. C.5 (the
+#: paper asks a VLM once per pose image), for the text-variant tasks (``meta.pose.text``).
+POSE_TEXT: dict[str, str] = {
+    "dense": "standing upright with the weight on the right leg; the right arm raised "
+             "straight above the head, the left arm hanging by the side; the left leg "
+             "stepping out to the side, knee slightly bent",
+    "medium": "standing, the right arm raised high, the left leg stepping out",
+    "sparse": "one arm raised",
+}
 #: The dancer's own (distinctive) pose in its reference: arms spread up, right knee raised.
 DANCER_POSE: dict[str, list[float]] = {
     "r_elbow": [0.30, 0.27],

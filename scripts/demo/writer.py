@@ -36,6 +36,7 @@ from scripts.demo.spec import (
     IMAGE_NOT_AT_HAND,
     JUDGES,
     POSE_TARGET,
+    POSE_TEXT,
     SCENE_PRELABELS,
     SEED,
     SIZE,
@@ -206,7 +207,8 @@ def _task_records(spec: TaskSpec, out_dir: Path, written: set[str]) -> dict[str,
     if spec.arrows:
         meta["arrows"] = spec.arrows
     if spec.pose:
-        meta["pose"] = {"subject": spec.pose, "image": len(spec.refs) + len(vi) - 1}
+        meta["pose"] = {"subject": spec.pose, "image": len(spec.refs) + len(vi) - 1,
+                        "text": dict(POSE_TEXT)}
     if spec.task_id == TREE_TASK:
         meta["tree_nodes"] = tree_nodes_meta(spec)
     meta.update(spec.extra_meta)
