@@ -31,8 +31,10 @@ from tests.helpers.tree_fixture import write_tree_bundle
 from tests.test_hostile_input import _formula_cells, write_hostile_bundle
 
 #: CLI commands that write CSV files, and those that write none (checked below).
-WRITES_CSV = {"report", "conflicts", "trees", "history", "tree", "variants"}
-NO_CSV = {"import", "export", "demo", "serve", "info", "user", "backup", "restore", "check"}
+WRITES_CSV = {"report", "conflicts", "trees", "history", "tree", "variants",
+              "validation-set"}
+NO_CSV = {"import", "export", "demo", "serve", "info", "user", "backup", "restore", "check",
+          "sample"}
 EVIL = ['=HYPERLINK("http://evil.example","x")', "@SUM(1+1)", "-evil", "\t=2+3", "\r=1+1",
         "+cmd"]
 
@@ -203,6 +205,15 @@ def test_trees_and_conflicts_csvs(tree_db, conflict_db, tmp_path):
     assert main(["conflicts", "--db", str(conflict_db), "--out", str(tmp_path / "c"),
                  "--quiet"]) == 0
     assert_neutral(csv_files(tmp_path / "c"), ["'@ver", "'-ver2"])
+
+
+def test_validation_set_csv(tree_db, tmp_path):
+    """``judge-audit validation-set --out``: output and question ids that look like
+    formulas are neutralized."""
+    out = tmp_path / "set.csv"
+    assert main(["validation-set", "--db", str(tree_db), "--images", "2", "--questions", "2",
+                 "--out", str(out)]) == 0
+    assert_neutral([out], ["'=tr1/"])
 
 
 def test_commands_without_csv_write_none(hostile_db, tmp_path):

@@ -173,5 +173,5 @@ def test_no_human_score_gives_the_judge_only_column(tmp_path):
     with Store.open(tmp_path / "p.db") as store:
         import_path(store, root)
         study = load_study(store)
-        assert items.sample_design(store) == {"mode": "none"}
+        assert items.sample_design(store)["mode"] == "none"
     assert leaderboard_table(study, study_decisions(study)).empty  # nothing to correct with
