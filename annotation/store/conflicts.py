@@ -9,11 +9,13 @@ tied or undecided, with a note (append-only: a new decision supersedes the previ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sqlite3
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from annotation.store import now_iso
+from annotation.store import answers, now_iso
 from annotation.vif.conflicts import CONFLICT_KEYS
 
 if TYPE_CHECKING:
@@ -43,6 +45,13 @@ def readings_df(store: Store) -> pd.DataFrame:
         "SELECT task_id, verifier, image_idx, attribute, value, created_at"
         " FROM current_prelabel_readings ORDER BY task_id, verifier, image_idx, attribute")
 
+
+def record_reading(conn: sqlite3.Connection, row: Mapping[str, Any]) -> answers.Written:
+    """Append one pre-label reading made elsewhere (an import: ``verifier, task_id,
+    image_idx, attribute, value`` as JSON text, ``created_at``, ``source``) inside the
+    caller's transaction, superseding the verifier's current reading of that pre-label
+    (:func:`annotation.store.answers.supersede`)."""
+    return answers.supersede(conn, "reading", row)
 
 
 def resolutions_df(store: Store, *, history: bool = False) -> pd.DataFrame:
