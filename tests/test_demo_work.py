@@ -17,6 +17,7 @@ from annotation.results import conflicts as conflict_results
 from annotation.store import Store
 from annotation.trace import trees
 from annotation.work import tree_review as tr
+from annotation.work import verification as vf
 from tests.helpers.apptest import signed_in
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
@@ -67,9 +68,12 @@ def test_the_demo_accounts_keep_their_story(make_demo_db, tmp_path):
     assert "alice" not in people
     assert people == {"ann1", "ann2", "ann3", "admin"}  # admin: the tie's decision
     with Store.open(db) as store:
-        # a verifier or reviewer account has work to show; alice has nothing started
-        assert tr.personal_progress(store, "ann1")[0] == 3
+        # the reviewers have work to show; alice has nothing started and still gets a tree
+        # to review and a task to verify
+        assert tr.personal_progress(store, "ann1")[0] == 2
         assert tr.personal_progress(store, "alice")[0] == 0
+        assert tr.next_tree(store, "alice") == "demo-10/gpt-image-1"
+        assert vf.next_task(store, "alice") is not None
 
 
 def test_one_reviewer_disagrees_with_the_automatic_localization(make_demo_db, tmp_path):

@@ -48,6 +48,8 @@ REASONS = ("identity_inconsistency", "attribute_mismatch", "duplication", "sourc
 FLAG_REASONS = ("broken_image", "ambiguous_question", "other")
 #: the workflow kinds of ``submissions.jsonl`` and ``visits.jsonl`` and what their unit is
 QUEUE_UNITS = {"annotate": "output", "verify": "task", "trees": "output"}
+#: the longest line id (``id``, ``supersedes``)
+MAX_ID = 200
 
 
 class Reader(Protocol):
@@ -153,6 +155,9 @@ def _record_id(rd: Reader, obj: dict, key: str, where: tuple[str, int | None],
         return True, None
     if isinstance(value, bool) or not isinstance(value, int | str) or value == "":
         rd.add(*where, key, f"must be a non-empty string or an integer, not {value!r}")
+        return False, None
+    if len(str(value)) > MAX_ID:
+        rd.add(*where, key, f"an id of {len(str(value)):,} characters: at most {MAX_ID}")
         return False, None
     return True, str(value)
 

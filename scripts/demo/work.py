@@ -18,8 +18,8 @@ The story (the accounts of :data:`scripts.demo.spec.ACCOUNTS`; ``alice`` does no
   ``ann3`` kept the pre-label and agreed: a tie, which ``admin`` decided (*conflict*, with
   a note; ``conflict_resolutions.jsonl``). Every other label both agree with. The other
   wrong pre-label (demo-08) is left for the visitor to find.
-* ``ann1`` reviews the three trees of demo-10, ``ann2`` those of nano-banana and
-  qwen-image-edit, as :mod:`scripts.demo.trees` designed them: they mark gpt-5's second
+* ``ann1`` and ``ann2`` review the trees of nano-banana and qwen-image-edit (demo-10), as
+  :mod:`scripts.demo.trees` designed them (gpt-image-1's tree is left for the visitor): they mark gpt-5's second
   cat under the neon sign *not a failure*, and for qwen-image-edit they say the shirt's
   failure is persistent where the automatic localization says N2a (gpt-5 wrongly saw the
   stripes there). ``ann1`` first put it at N1, then changed it (a superseded review).
@@ -62,10 +62,6 @@ REVIEWS: tuple[tuple[str, str, dict[str, tuple[str, str | None, str | None]]], .
     ("ann1", "nano-banana", {
         "f|f2": ("N1", "attribute_mismatch", "the neon light turns the red cat magenta"),
         "C|C, duplication": ("not_a_failure", None, "there is one cat only"),
-    }),
-    ("ann1", "gpt-image-1", {
-        "⊕|f1⊕g1, exclusivity": ("N2a", "source_leakage", "the stripes leak onto the cat"),
-        "f|f2": ("N2b", "source_leakage", None),
     }),
     ("ann1", "qwen-image-edit", {
         "f|f1": ("persistent", "identity_inconsistency", "hair and scarf drift everywhere"),
