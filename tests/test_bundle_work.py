@@ -312,3 +312,23 @@ def test_export_folder_leftovers_are_replaced(worked, tmp_path):
     with Store.open(b) as store:
         write_bundle(store.read_project(), out)  # an empty project over the old export
     assert not (out / "flags.jsonl").exists()
+
+
+def test_a_stored_time_in_another_spelling_is_the_same_time(worked, tmp_path):
+    """Rows written by older versions may spell their time otherwise (no microseconds, a
+    zone other than UTC): re-importing their export is still idempotent."""
+    conn = sqlite3.connect(worked)
+    with conn:
+        conn.execute("INSERT INTO conflict_verdicts (verifier, task_id, conflict, automatic,"
+                     " agrees, label, note, blind, created_at, source) VALUES ('ver3', 'c2',"
+                     " 'pose', 1, 1, 1, NULL, 1, '2026-11-02T12:00:00+02:00', 'app')")
+        conn.execute("INSERT INTO queue_visits (kind, person, unit, started_at,"
+                     " active_seconds) VALUES ('verify', 'ver3', 'c2', '2026-11-02T10:00:00',"
+                     " 4)")
+    conn.close()
+    out = _export(worked, tmp_path / "export")
+    before = _human_work(worked)
+    with Store.open(worked) as store:
+        summary = import_path(store, out)
+    assert not {k: v for k, v in summary.written.items() if v}
+    assert _human_work(worked) == before

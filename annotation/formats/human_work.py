@@ -5,12 +5,13 @@ visit, with its history (``docs/bundle-format.md``, *Human work*).
 through a bundle keeps all the human work it holds, superseded rows included:
 
 * ``prelabel_readings.jsonl``: a verifier's reading of a reference image's pre-label
-  (VIF-Bench: "VIF-Bench: Benchmarking Visual Instruction Following ...", App. C.4, the
-  human verification of the VLM pre-labels);
+  ("VIF-Bench: Evaluating Visual Instruction Following in Multi-Reference Image
+  Generation", App. C.4: the human verification of the VLM pre-labels);
 * ``conflict_verdicts.jsonl``: a verifier's verdict on a conflict label (same section);
 * ``conflict_resolutions.jsonl``: an admin's decision on a tied or undecided label;
 * ``tree_reviews.jsonl``: a reviewer's localization of a failing operator instance
-  (TRACE-Bench: the diagnostic trees of its App. C.2);
+  ("TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image Generation", App. C.2:
+  the diagnostic trees);
 * ``flags.jsonl``, ``submissions.jsonl`` (every workflow kind), ``visits.jsonl`` (active
   time).
 
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from annotation.records import Problems, WorkRow
+from annotation.timestamps import parse_utc, utc_iso
 from annotation.vif.conflicts import CONFLICT_KEYS
 
 #: the pre-label attributes a verifier reads (the ``prelabel_readings.attribute`` values)
@@ -456,14 +458,34 @@ class Checked:
     unchanged: Counter[str]
 
 
+#: the time columns: compared as moments (a stored time in another ISO 8601 spelling is
+#: the same time)
+TIME_COLUMNS = frozenset({"created_at", "submitted_at", "started_at"})
+
+
+def _norm(column: str, value: Any) -> Any:
+    """``value`` as compared: a time in UTC ISO 8601 with microseconds."""
+    if column in TIME_COLUMNS and isinstance(value, str):
+        try:
+            return utc_iso(parse_utc(value))
+        except ValueError:
+            return value
+    return value
+
+
+def _key(spec: WorkFile, values: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(_norm(c, values.get(c)) for c in spec.key)
+
+
 def _same(spec: WorkFile, values: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
-    return all(values.get(c) == stored.get(c) for c in (*spec.key, *spec.content))
+    return all(_norm(c, values.get(c)) == _norm(c, stored.get(c))
+               for c in (*spec.key, *spec.content))
 
 
 def _first_difference(spec: WorkFile, values: Mapping[str, Any],
                       stored: Mapping[str, Any]) -> str:
     for c in spec.content:
-        if values.get(c) != stored.get(c):
+        if _norm(c, values.get(c)) != _norm(c, stored.get(c)):
             return f"{c} is {values.get(c)!r} here, {stored.get(c)!r} in the database"
     return "it differs"
 
@@ -494,7 +516,7 @@ def check(pr: Problems, work: Mapping[str, list[WorkRow]],
         if spec.chain:
             old_chains: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
             for s in old:
-                old_chains.setdefault(tuple(s[c] for c in spec.key), []).append(s)
+                old_chains.setdefault(_key(spec, s), []).append(s)
             position = {row.record_id: n for n, row in enumerate(rows)}
             for key, chain in _chains(pr, spec, rows).items():
                 history = old_chains.get(key, [])
@@ -516,11 +538,10 @@ def check(pr: Problems, work: Mapping[str, list[WorkRow]],
             # history order across answers: file order
             kept.sort(key=lambda r: position[r.record_id])
             continue
-        by_key: dict[tuple[Any, ...], dict[str, Any]] = {
-            tuple(s[c] for c in spec.key): s for s in old}
+        by_key: dict[tuple[Any, ...], dict[str, Any]] = {_key(spec, s): s for s in old}
         seen: dict[tuple[Any, ...], WorkRow] = {}
         for row in rows:
-            key = tuple(row.values[c] for c in spec.key)
+            key = _key(spec, row.values)
             if key in seen and spec.name != "flags.jsonl":
                 pr.at(row.origin, None, f"the same {spec.name.removesuffix('s.jsonl')} as "
                       f"line {seen[key].origin[1]} ({_describe(spec, row.values)})")

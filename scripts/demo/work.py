@@ -19,10 +19,11 @@ The story (the accounts of :data:`scripts.demo.spec.ACCOUNTS`; ``alice`` does no
   a note; ``conflict_resolutions.jsonl``). Every other label both agree with. The other
   wrong pre-label (demo-08) is left for the visitor to find.
 * ``ann1`` and ``ann2`` review the trees of nano-banana and qwen-image-edit (demo-10), as
-  :mod:`scripts.demo.trees` designed them (gpt-image-1's tree is left for the visitor): they mark gpt-5's second
-  cat under the neon sign *not a failure*, and for qwen-image-edit they say the shirt's
-  failure is persistent where the automatic localization says N2a (gpt-5 wrongly saw the
-  stripes there). ``ann1`` first put it at N1, then changed it (a superseded review).
+  :mod:`scripts.demo.trees` designed them (gpt-image-1's tree is left for the visitor):
+  they mark gpt-5's second cat under the neon sign *not a failure*, and for
+  qwen-image-edit they say the shirt's failure is persistent where the automatic
+  localization says N2a (gpt-5 wrongly saw the stripes there). ``ann1`` first put it at
+  N1, then changed it (a superseded review).
 """
 
 from __future__ import annotations
