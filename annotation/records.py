@@ -246,6 +246,20 @@ class Annotation:
     note: str | None = None
     created_at: str | None = None
     origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+    #: where the answer was made (``app``, ``import:<id>``, ...); None: this import
+    source: str | None = None
+
+
+@dataclass
+class WorkRow:
+    """One row of a human-work file of a bundle (:mod:`annotation.formats.human_work`):
+    ``values``, the table's columns as stored (no row id, no ``supersedes``); ``record_id``
+    and ``supersedes``, the file's own record ids (portable, never a database row id)."""
+
+    values: dict[str, Any]
+    record_id: str | None = None
+    supersedes: str | None = None
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
 
 
 @dataclass
@@ -266,6 +280,10 @@ class ProjectData:
     outputs: list[Output] = field(default_factory=list)
     judgments: list[Judgment] = field(default_factory=list)
     annotations: list[Annotation] = field(default_factory=list)
+    #: human work beyond annotations (verifications, tree reviews, flags, submissions,
+    #: visits): bundle file name -> rows in file order; a file that is present has a key
+    #: (:mod:`annotation.formats.human_work`)
+    work: dict[str, list[WorkRow]] = field(default_factory=dict)
     warnings: list[Problem] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
@@ -280,4 +298,6 @@ class ProjectData:
             "missing_outputs": sum(o.missing for o in self.outputs),
             "judgments": len(self.judgments),
             "annotations": len(self.annotations),
+            **{name.removesuffix(".jsonl"): len(rows) for name, rows in self.work.items()
+               if rows},
         }

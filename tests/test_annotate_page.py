@@ -29,6 +29,7 @@ def fresh_db(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "fresh.db"
     with Store.open(path) as store, load(DEMO_BUNDLE) as project:
         project.annotations = []
+        project.work = {}  # nor its verifications, reviews and submissions
         import_project(store, project)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
     return path

@@ -57,7 +57,8 @@ def _content(store: Store, *, import_times: bool = True) -> dict:
     """Everything the store holds, without the local media paths.
 
     ``import_times=False`` also drops the times stamped on annotations at import (lines
-    without ``created_at``), which differ between two imports of the same file.
+    without ``created_at``) and on their submissions, which differ between two imports of
+    the same file.
     """
     project = store.read_project()
     content = asdict(project)
@@ -65,6 +66,9 @@ def _content(store: Store, *, import_times: bool = True) -> dict:
         for row in content["annotations"]:
             if not row["created_at"].startswith("2026-11-02"):
                 row["created_at"] = None
+        # annotations made elsewhere count as submitted at the time of the import
+        for row in content["work"].get("submissions.jsonl", []):
+            row["values"]["submitted_at"] = None
     for key in ("source", "format"):
         content.pop(key)
     for kind in ("images", "outputs"):

@@ -23,6 +23,10 @@ COMMITTED = ROOT / "data" / "demo"
 # 1.45 MB before the diagnostic tree of demo-10 (its root outputs, 12 node images of 384 px
 # in a 256-colour palette and their judgments added about 0.34 MB); keep the demo small.
 MAX_BYTES = 2_000_000
+#: the human-work files of the demo (verifications, tree reviews, submissions, visits)
+HUMAN_WORK = ("prelabel_readings.jsonl", "conflict_verdicts.jsonl",
+              "conflict_resolutions.jsonl", "tree_reviews.jsonl", "submissions.jsonl",
+              "visits.jsonl")
 CRITERIA = [
     "text_instruction_following",
     "reference_consistency",
@@ -128,13 +132,15 @@ def test_expected_files(demo: Path) -> None:
         "outputs.jsonl",
         "judgments.jsonl",
         "annotations.jsonl",
+        *HUMAN_WORK,
     ):
         assert (demo / name).is_file(), name
 
 
 @pytest.mark.slow
 def test_json_is_sorted_and_newline_terminated(demo: Path) -> None:
-    for name in ("tasks.jsonl", "outputs.jsonl", "judgments.jsonl", "annotations.jsonl"):
+    for name in ("tasks.jsonl", "outputs.jsonl", "judgments.jsonl", "annotations.jsonl",
+                 *HUMAN_WORK):
         text = (demo / name).read_text(encoding="utf-8")
         assert text.endswith("\n") and "\r" not in text, name
         for line in text.splitlines():

@@ -32,6 +32,7 @@ def fresh(tmp_path) -> Store:
     store = Store.open(tmp_path / "fresh.db")
     with load(DEMO_BUNDLE) as project:
         project.annotations = []
+        project.work = {}  # nor its verifications, reviews and submissions
         import_project(store, project)
     yield store
     store.close()

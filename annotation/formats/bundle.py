@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from annotation.formats import human_work
 from annotation.formats.images import BadImage, BadPath, ImageProber, resolve_inside
 from annotation.formats.validate import CRITERION_NAME, prelabel_problems, task_meta_problems
 from annotation.records import (
@@ -49,6 +50,7 @@ from annotation.records import (
     Question,
     Task,
     TaskImage,
+    WorkRow,
     loads_finite,
 )
 from annotation.vif import draw as vi_draw
@@ -79,7 +81,7 @@ OUTPUT_KEYS = {"output_id", "task_id", "generator", "path", "missing", "meta"}
 JUDGMENT_KEYS = {"judge", "output_id", "question_id", "criterion", "answer", "score", "raw",
                  "parse_status"}
 ANNOTATION_KEYS = {"annotator", "output_id", "question_id", "criterion", "answer", "score",
-                   "note", "created_at"}
+                   "note", "created_at", "source"}
 
 
 def is_bundle(path: Path) -> bool:
@@ -329,6 +331,7 @@ def read_bundle_dir(root: Path, source: str | None = None,
         _read_judgments(root, rd, project)
         _read_annotations(root, rd, project)
         link_variant_outputs(project, rd)  # VIF-Bench text variants: outputs to originals
+        _read_work(root, rd, project)
     except _Stop:
         pass
     rd.raise_if_any()
@@ -769,10 +772,24 @@ def _read_annotations(root: Path, rd: _Reader, project: ProjectData) -> None:
             except ValueError:
                 rd.add(*where, "created_at", f"not an ISO 8601 time: {created!r}")
                 continue
+        source = rd.text(obj, "source", where, required=False)
         if annotator is None or output_id is None or (answer is None and score is None):
             continue
         project.annotations.append(Annotation(annotator, output_id, qid, crit, answer, score,
-                                              note, created, origin=where))
+                                              note, created, origin=where, source=source))
+
+
+def _read_work(root: Path, rd: _Reader, project: ProjectData) -> None:
+    """The optional human-work files (:data:`annotation.formats.human_work.FILES`): a file
+    that is present gets a key in ``project.work``, even when it holds no line."""
+    for name, spec in human_work.FILES.items():
+        if not (root / name).exists():
+            continue
+        rows = project.work.setdefault(name, [])
+        for number, obj in _jsonl(root, name, rd, required=False):
+            row = human_work.read_line(spec, obj, rd, (name, number), normalize_time)
+            if row is not None:
+                rows.append(row)
 
 
 # ------------------------------------------------------------------------------ zips
@@ -955,7 +972,8 @@ def write_bundle(project: ProjectData, out: Path) -> dict[str, int]:
     ``media/<sha256>.<ext>`` instead. Returns counts of lines written per file.
     """
     out.mkdir(parents=True, exist_ok=True)
-    for leftover in ("tasks.jsonl", "outputs.jsonl", "judgments.jsonl", "annotations.jsonl"):
+    for leftover in ("tasks.jsonl", "outputs.jsonl", "judgments.jsonl", "annotations.jsonl",
+                     *human_work.FILES):
         (out / leftover).unlink(missing_ok=True)
     placed: dict[str, str] = {}  # path -> sha256
 
@@ -1046,9 +1064,23 @@ def write_bundle(project: ProjectData, out: Path) -> dict[str, int]:
                     "annotator": a.annotator, "output_id": a.output_id,
                     "question_id": a.question_id, "criterion": a.criterion,
                     "answer": a.answer, "score": _plain(a.score), "note": a.note,
-                    "created_at": a.created_at})))
+                    "created_at": a.created_at, "source": a.source})))
                 counts["annotations"] += 1
+    for name, rows in project.work.items():
+        _write_work(out / name, name, rows)
+        counts[name.removesuffix(".jsonl")] = len(rows)
     return counts
+
+
+def _write_work(path: Path, name: str, rows: list[WorkRow]) -> None:
+    """One human-work file: lines numbered 1, 2, ... in row order (``id``), ``supersedes``
+    naming the line of the row it replaces (never a database row id)."""
+    number: dict[str | None, int] = {}
+    with path.open("w", encoding="utf-8") as fh:
+        for n, row in enumerate(rows, start=1):
+            number[row.record_id] = n
+            fh.write(_line(human_work.line(name, row.values, n, number.get(row.supersedes)
+                                           if row.supersedes is not None else None)))
 
 
 def _plain(score: float | None) -> float | int | None:

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from annotation.formats import human_work
 from annotation.records import (
     HUMAN_ANSWERS,
     YES_NO,
@@ -140,6 +141,8 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
     targets = _Targets(output_task, task_checklist, question_checklist, criteria)
     _check_judgments(ck, project.judgments, targets, judges)
     _check_annotations(ck, project.annotations, targets, missing_outputs)
+    if project.work:
+        _check_work(ck, project, targets)
     ck.pr.raise_if_any()
     return CheckResult(ck.out, dict(ck.unchanged))
 
@@ -484,6 +487,19 @@ def _check_annotations(ck: _Check, annotations: list[Annotation], targets: _Targ
             ck.unchanged["annotations"] += 1
             continue
         ck.out.annotations.append(a)
+
+
+def _check_work(ck: _Check, project: ProjectData, targets: _Targets) -> None:
+    """The human-work files (:func:`annotation.formats.human_work.check`): known targets,
+    the ``supersedes`` histories, rows already stored counted as unchanged."""
+    images = dict(ck.existing.get("task_images", {}))
+    for task_id in {i.task_id for i in project.images}:
+        images[task_id] = sum(1 for i in project.images if i.task_id == task_id)
+    known = human_work.Known(targets.output_task, images, targets.task_checklist,
+                             targets.question_checklist)
+    checked = human_work.check(ck.pr, project.work, ck.existing.get("work", {}), known)
+    ck.out.work = checked.rows
+    ck.unchanged.update(checked.unchanged)
 
 
 def _dependency_cycles(questions: list[Question]) -> list[tuple[Question, list[str]]]:

@@ -398,6 +398,11 @@ class Store:
         existing["task_checklists"] = {
             r[0]: r[1] for r in self.conn.execute("SELECT task_id, checklist_id FROM tasks")
         }
+        if project.work:
+            from annotation.store import human_work
+
+            existing["work"] = human_work.stored_rows(self, project.work)
+            existing["task_images"] = human_work.image_counts(self)
         return existing
 
     def question_checklists(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
@@ -547,10 +552,16 @@ class Store:
             ],
         )
         if p.annotations:
-            self._write_annotations(conn, p.annotations, import_id)
+            self._write_annotations(conn, p.annotations, import_id,
+                                    submitted="submissions.jsonl" not in p.work)
+        if p.work:
+            from annotation.store import human_work
+
+            human_work.write(conn, p.work, import_id)
 
     def _write_annotations(
-        self, conn: sqlite3.Connection, annotations: list[Annotation], import_id: int
+        self, conn: sqlite3.Connection, annotations: list[Annotation], import_id: int,
+        *, submitted: bool = True
     ) -> None:
         stamp = now_iso()
         names = sorted({a.annotator for a in annotations})
@@ -563,10 +574,12 @@ class Store:
         for a in ordered:
             created = a.created_at or stamp
             answers.supersede(conn, "annotation", _annotation_row(
-                a, created, f"import:{import_id}", import_id))
-        # answers made elsewhere count as submitted items for the assignment rules
-        queue.Queue(conn, "annotate").submit_many(
-            sorted({(a.annotator, a.output_id) for a in annotations}), stamp)
+                a, created, a.source or f"import:{import_id}", import_id))
+        # answers made elsewhere count as submitted items for the assignment rules, unless
+        # the bundle says which were submitted (submissions.jsonl)
+        if submitted:
+            queue.Queue(conn, "annotate").submit_many(
+                sorted({(a.annotator, a.output_id) for a in annotations}), stamp)
 
     def record_annotation(self, a: Annotation, *, source: str = "app") -> int:
         """Append one human answer (superseding the current one); return its row id.
@@ -646,10 +659,13 @@ class Store:
         p.annotations = [
             Annotation(
                 r["annotator"], r["output_id"], r["question_id"], r["criterion"], r["answer"],
-                r["score"], r["note"], r["created_at"],
+                r["score"], r["note"], r["created_at"], source=r["source"],
             )
             for r in self.db.query("SELECT * FROM annotations ORDER BY annotation_id")
         ]
+        from annotation.store import human_work
+
+        p.work = human_work.read_all(self)
         return p
 
 

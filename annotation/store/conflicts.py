@@ -10,11 +10,12 @@ tied or undecided, with a note (append-only: a new decision supersedes the previ
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from annotation.store import now_iso
+from annotation.store import answers, now_iso
 from annotation.vif.conflicts import CONFLICT_KEYS
 
 if TYPE_CHECKING:
@@ -80,6 +81,13 @@ def image_readings_df(store: Store, *, history: bool = False) -> pd.DataFrame:
         " AND s.person = r.verifier WHERE i.sha256 = r.image_sha256) AS confirmed"
         f" FROM {view} r ORDER BY r.image_sha256, r.verifier, r.attribute, r.reading_id")
 
+
+def record_reading(conn: sqlite3.Connection, row: Mapping[str, Any]) -> answers.Written:
+    """Append one pre-label reading made elsewhere (an import: ``verifier, task_id,
+    image_idx, attribute, value`` as JSON text, ``created_at``, ``source``) inside the
+    caller's transaction, superseding the verifier's current reading of that pre-label
+    (:func:`annotation.store.answers.supersede`)."""
+    return answers.supersede(conn, "reading", row)
 
 
 def resolutions_df(store: Store, *, history: bool = False) -> pd.DataFrame:

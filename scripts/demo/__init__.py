@@ -4,7 +4,8 @@
 has something real to show without any download: ten multi-reference tasks with drawn
 reference images and visual instructions (:mod:`annotation.vif.draw`), outputs of three
 generators with deliberate flaws, the scores and yes/no answers of three VLM judges (with
-VIF-style raw text) and the answers of three human annotators, including corrected answers.
+VIF-style raw text) and the answers of three human annotators, including corrected answers,
+with their conflict verifications and tree reviews (:mod:`scripts.demo.work`).
 
 One task (``demo-10``, :data:`scripts.demo.trees.TREE_TASK`) carries a TRACE-Bench
 diagnostic tree (``meta.tree_nodes``): every generator has an output per node
@@ -39,6 +40,7 @@ Modules, by what they do: :mod:`~scripts.demo.spec` (tasks, checklists, criteria
 accounts), :mod:`~scripts.demo.drawing` (sprites, references, scenes),
 :mod:`~scripts.demo.outputs` (the generators' outputs), :mod:`~scripts.demo.truth` (the
 hidden truth, judges and annotators), :mod:`~scripts.demo.trees` (the diagnostic tree),
+:mod:`~scripts.demo.work` (the verifications, tree reviews, submissions and visits),
 :mod:`~scripts.demo.writer` (the files).
 """
 

@@ -67,6 +67,7 @@ from scripts.demo.truth import (
     true_answer,
     true_scores,
 )
+from scripts.demo.work import write_human_work
 
 # ------------------------------------------------------------------------------ writing
 
@@ -241,7 +242,11 @@ def build_demo_bundle(out_dir: Path) -> None:
     """Write the synthetic demo bundle into ``out_dir`` (created if needed).
 
     The folder gets ``bundle.json``, ``tasks.jsonl``, ``outputs.jsonl``,
-    ``judgments.jsonl``, ``annotations.jsonl``, ``images/`` + ``outputs/``, and the demo
+    ``judgments.jsonl``, ``annotations.jsonl``, ``images/`` + ``outputs/``, the
+    verifications, tree reviews and submissions (:func:`scripts.demo.work.
+    write_human_work`: ``prelabel_readings.jsonl``, ``conflict_verdicts.jsonl``,
+    ``conflict_resolutions.jsonl``, ``tree_reviews.jsonl``, ``submissions.jsonl``,
+    ``visits.jsonl``), and the demo
     accounts, ``accounts.json`` (:func:`write_accounts`); existing
     files of the same names are overwritten (use an empty folder for a clean build).
     Same bytes on every run.
@@ -399,10 +404,22 @@ def build_demo_bundle(out_dir: Path) -> None:
                         a_row["note"] = "slight blur"
                     annotations.append(a_row)
 
+    # each annotated item was submitted 5 s after its last answer (before the corrections,
+    # made later with B: back to the item)
+    last: dict[tuple[str, str], str] = {}
+    for a in annotations:
+        key = (a["annotator"], a["output_id"])
+        last[key] = max(last.get(key, ""), a["created_at"])
+    annotated = [(ann, oid, (datetime.fromisoformat(at) + timedelta(seconds=5)).astimezone(
+        UTC).isoformat(timespec="microseconds"))
+                 for (ann, oid), at in last.items()]
     _apply_corrections(annotations, clocks)
     _write_jsonl(out_dir / "outputs.jsonl", outputs)
     _write_jsonl(out_dir / "judgments.jsonl", judgments)
     _write_jsonl(out_dir / "annotations.jsonl", annotations)
+    # verifications and tree reviews: the next morning (scripts.demo.work)
+    write_human_work(out_dir, annotated, max(clocks.values()).replace(
+        hour=9, minute=0, second=0, microsecond=0) + timedelta(days=1))
     write_accounts(out_dir / ACCOUNTS_FILE)
 
 

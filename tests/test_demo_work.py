@@ -1,0 +1,135 @@
+"""The demo shows every page populated (issue #15, item 12): its bundle carries submitted
+conflict verifications (one disagreement with an automatic label, one corrected
+pre-label) and tree reviews (one reviewer disagreeing with the automatic localization),
+so that the admin pages *Conflict labels* and *Tree localization* show real tables on
+first start; the demo's accounts keep their story (alice has nothing done)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from annotation.project_files import DEMO_BUNDLE, build_demo_db
+from annotation.results import conflicts as conflict_results
+from annotation.store import Store
+from annotation.trace import trees
+from annotation.work import tree_review as tr
+from annotation.work import verification as vf
+from tests.helpers.apptest import signed_in
+
+PAGES = Path(__file__).resolve().parents[1] / "pages"
+HUMAN_WORK = ("annotations", "prelabel_readings", "conflict_verdicts", "tree_reviews",
+              "flags", "queue_submissions", "queue_visits")
+
+
+def _lines(name: str) -> list[dict]:
+    return [json.loads(x) for x in (DEMO_BUNDLE / name).read_text().splitlines()]
+
+
+def _people(db: Path) -> set[str]:
+    """Everyone with any human work in the database."""
+    conn = sqlite3.connect(db)
+    try:
+        found = set()
+        for table, column in (("annotations", "annotator"), ("prelabel_readings", "verifier"),
+                              ("conflict_verdicts", "verifier"), ("tree_reviews", "reviewer"),
+                              ("flags", "annotator"), ("queue_submissions", "person"),
+                              ("queue_visits", "person"),
+                              ("conflict_resolutions", "decided_by")):
+            found |= {r[0] for r in conn.execute(f"SELECT DISTINCT {column} FROM {table}")}
+        return found
+    finally:
+        conn.close()
+
+
+def test_the_demo_holds_the_designed_verifications_and_reviews():
+    verdicts = _lines("conflict_verdicts.jsonl")
+    disagreeing = [(v["verifier"], v["task_id"], v["conflict"]) for v in verdicts
+                   if v["automatic"] is not None and v["label"] != v["automatic"]]
+    assert disagreeing == [("ann2", "demo-07", "wind")]
+    readings = _lines("prelabel_readings.jsonl")
+    corrected = [r for r in readings if r["supersedes"] is not None]
+    assert [(r["verifier"], r["task_id"], r["image_index"], r["attribute"], r["value"])
+            for r in corrected] == [("ann2", "demo-07", 0, "wind_responsive", True)]
+    reviews = _lines("tree_reviews.jsonl")
+    assert any(r["supersedes"] is not None for r in reviews)
+    submitted = _lines("submissions.jsonl")
+    assert {s["kind"] for s in submitted} == {"annotate", "verify", "trees"}
+    assert [(r["task_id"], r["conflict"], r["decided_by"])
+            for r in _lines("conflict_resolutions.jsonl")] == [("demo-07", "wind", "admin")]
+
+
+def test_the_demo_accounts_keep_their_story(make_demo_db, tmp_path):
+    db = make_demo_db(tmp_path / "demo.db")
+    people = _people(db)
+    assert "alice" not in people
+    assert people == {"ann1", "ann2", "ann3", "admin"}  # admin: the tie's decision
+    with Store.open(db) as store:
+        # the reviewers have work to show; alice has nothing started and still gets a tree
+        # to review and a task to verify
+        assert tr.personal_progress(store, "ann1")[0] == 2
+        assert tr.personal_progress(store, "alice")[0] == 0
+        assert tr.next_tree(store, "alice") == "demo-10/gpt-image-1"
+        assert vf.next_task(store, "alice") is not None
+
+
+def test_one_reviewer_disagrees_with_the_automatic_localization(make_demo_db, tmp_path):
+    db = make_demo_db(tmp_path / "demo.db")
+    with Store.open(db) as store:
+        judge = tr.judge_for(store)
+        assert judge is not None
+        item = trees.load_tree_item(store, "demo-10/qwen-image-edit")
+        auto = trees.automatic_localization(store, item, judge).set_index("key")
+        mine = tr.my_reviews(store, "ann1", "demo-10/qwen-image-edit")
+    assert auto.loc["⊕|f1⊕g1", "first_pass"] == "N2a"
+    assert mine["⊕|f1⊕g1"].origin == "persistent"
+
+
+def test_the_tie_is_decided_by_the_admin(make_demo_db, tmp_path):
+    db = make_demo_db(tmp_path / "demo.db")
+    with Store.open(db) as store:
+        labels = conflict_results.verified_labels(conflict_results.load_verdicts(store),
+                                                  conflict_results.load_resolutions(store))
+    wind = labels[(labels.task_id == "demo-07") & (labels.conflict == "wind")].iloc[0]
+    assert (wind.n_verifiers, wind.votes_conflict) == (2, 1)
+    assert wind.majority is None or wind.majority != wind.majority  # a tie
+    assert bool(wind.verified) is True and bool(wind.automatic) is False
+    assert wind.resolved_by == "admin"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("page", "title", "tables"), [
+    ("conflict_results.py", "Conflict labels", 8),
+    ("tree_results.py", "Tree localization", 9),
+])
+def test_admin_result_pages_show_real_tables_on_first_start(served_demo, page, title, tables):
+    at = signed_in(str(PAGES / page), "admin", "admin")
+    at.run(timeout=120)
+    assert not at.exception
+    assert at.title[0].value == title
+    assert len(at.dataframe) == tables
+    for frame in at.dataframe:
+        assert len(frame.value) > 0, frame
+
+
+@pytest.mark.slow
+def test_importing_the_demo_again_changes_nothing(tmp_path):
+    db = tmp_path / "demo.db"
+    build_demo_db(db)
+
+    def snapshot() -> dict[str, list]:
+        conn = sqlite3.connect(db)
+        try:
+            return {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
+                    for t in HUMAN_WORK}
+        finally:
+            conn.close()
+
+    before = snapshot()
+    assert all(before[t] for t in HUMAN_WORK if t != "flags")
+    text = build_demo_db(db)
+    assert "written: \n" in text or text.splitlines()[1].strip() == "written:"
+    assert snapshot() == before
