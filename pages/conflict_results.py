@@ -9,7 +9,7 @@ import streamlit as st
 from annotation.results import conflicts as cr
 from annotation.results.analytics import csv_bytes
 from annotation.ui.app_state import open_store
-from annotation.ui.widgets import require
+from annotation.ui.widgets import arrow_safe, require
 from annotation.work import verification as vf
 
 CAPTIONS = {
@@ -110,6 +110,6 @@ for name in ("conflict_agreement", "verifier_agreement", "conflict_statistics",
     st.subheader(name.replace("_", " ").capitalize(), anchor=False)
     st.caption(CAPTIONS[name])
     table = tables[name]
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(arrow_safe(table), hide_index=True, width="stretch")
     st.download_button("CSV", csv_bytes(table), file_name=f"{name}.csv", mime="text/csv",
                        key=f"csv-{name}")
