@@ -40,8 +40,10 @@ with right, st.form("sample"):
     total = len(workflow.annotatable_outputs(store))
     current = len(workflow.eligible_outputs(store))
     design = items.sample_design(store)
+    drawn = ("no sample drawn" if design.get("mode") in ("none", "all") else
+             f"design: {design.get('mode')}, seed {design.get('seed')}")
     st.caption(f"{current} of {total} annotatable outputs are in the current sample "
-               f"(design: {design.get('mode')}, seed {design.get('seed', '-')}).")
+               f"({drawn}).")
     mode = st.radio("Design", ("all", "uniform", "stratified", "paired"), horizontal=True,
                     format_func={"all": "All", "uniform": "Uniform random",
                                  "stratified": "Stratified", "paired": "Paired tasks"}.get,

@@ -204,3 +204,13 @@ def test_the_cli_draws_a_design_and_switches_disagreement_first(project, capsys)
     assert main(["sample", "--db", str(db), "--design", "paired", "--size", "3",
                  "--generators", "alpha,zeta"]) == 1
     assert "no annotatable outputs of generator(s) zeta" in capsys.readouterr().err
+
+
+def test_the_strata_picker_offers_only_keys_the_outputs_have(served_demo):
+    from annotation.results.study import output_table
+
+    with Store.open(served_demo) as store:
+        keys = sampling.stratum_keys(store)
+        columns = set(output_table(store).columns)
+    assert keys[0] == "generator" and "task.vi_type" in keys and "conflict.any" in keys
+    assert set(keys) <= columns

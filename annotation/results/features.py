@@ -140,6 +140,25 @@ def conflict_features(automatic: pd.DataFrame, verified: pd.DataFrame) -> pd.Dat
     return table.where(table.notna(), None)  # None, never NaN, where a task has no label
 
 
+TASK_FEATURES = ("task.n_references", "task.n_visual_instructions", "task.vi_type")
+
+
+def grouping_keys(store: Store) -> list[str]:
+    """The grouping keys this project has (``generator``, the tasks' flattened meta keys,
+    the task features, and the conflict labels where a task can have a conflict), without
+    computing their values: for a picker."""
+    import json
+
+    meta_keys: set[str] = set()
+    for (text,) in store.conn.execute("SELECT meta FROM tasks"):
+        meta_keys.update(flat_meta(json.loads(text) if text else {}))
+    can_conflict = any(k.startswith("meta.conflicts") for k in meta_keys) or bool(
+        store.conn.execute("SELECT 1 FROM images WHERE meta LIKE '%prelabel%' LIMIT 1")
+        .fetchone())
+    conflicts = [f"conflict.{k}" for k in (*CONFLICTS, "any")] if can_conflict else []
+    return ["generator", *sorted(meta_keys), *TASK_FEATURES, *conflicts]
+
+
 def load_task_features(store: Store, tasks: pd.DataFrame) -> pd.DataFrame:
     """:func:`task_features` of ``tasks`` (task_id, meta as a dict), images read from the
     store."""

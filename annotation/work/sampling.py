@@ -165,13 +165,11 @@ def draw(store: Store, actor: str, design: str, *, size: int | None = None, seed
 
 
 def stratum_keys(store: Store) -> list[str]:
-    """The columns a stratified sample can use (``generator`` first), for a picker."""
-    from annotation.results.study import output_table
+    """The columns a stratified sample can use (``generator`` first), for a picker
+    (:func:`annotation.results.features.grouping_keys`: cheap, no values computed)."""
+    from annotation.results.features import grouping_keys
 
-    columns = [str(c) for c in output_table(store).columns]
-    keep = [c for c in columns if c == "generator" or c.startswith(("meta.", "task.",
-                                                                    "conflict."))]
-    return sorted(keep, key=lambda c: (c != "generator", c))
+    return grouping_keys(store)
 
 
 def generators(store: Store) -> list[str]:
