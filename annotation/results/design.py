@@ -29,7 +29,7 @@ def design_table(study: StudyData) -> pd.DataFrame:
     d: dict[str, Any] = study.design
     mode = str(d.get("mode", "none"))
     annotated = set(study.human_scores.output_id) | set(study.human_answers.output_id)
-    sample = study.sample or frozenset(study.outputs.output_id)
+    sample = study.offered or frozenset(study.outputs.output_id)
     complete = sample <= annotated
     notes = []
     uniform = mode in UNIFORM

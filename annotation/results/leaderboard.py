@@ -95,7 +95,7 @@ def leaderboard_table(study: StudyData, decided: StudyDecisions | None = None, *
     """The ``leaderboard.csv`` table (module docstring)."""
     mode = str(study.design.get("mode", "none"))
     scored = set(study.human_scores.output_id) | set(study.human_answers.output_id)
-    wanted = study.sample or set(study.outputs.output_id)
+    wanted = study.offered or set(study.outputs.output_id)
     problem = design_problem(study.design, complete=wanted <= scored)
     generator = study.outputs.set_index("output_id").generator
     rows: list[dict[str, Any]] = []

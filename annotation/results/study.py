@@ -63,8 +63,9 @@ class StudyData:
         columns=["output_id", "question_id"]))
     #: how the annotation sample was drawn (:func:`annotation.store.items.sample_design`)
     design: dict[str, Any] = field(default_factory=lambda: {"mode": "none"})
-    #: the outputs of the sample (empty: no sample, every output is offered)
-    sample: frozenset[str] = frozenset()
+    #: the outputs offered to annotators: the sample's, or every annotatable output when
+    #: no sample is drawn (empty when unknown, e.g. a study built in memory)
+    offered: frozenset[str] = frozenset()
     variant_outputs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["output_id", "task_id", "generator", "variant"]))
     variant_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
@@ -216,7 +217,8 @@ def load_study(store: Store) -> StudyData:
         times=times[~times.output_id.isin(not_items)].reset_index(drop=True),
         validation=items.validation_pairs(store),
         design=items.sample_design(store),
-        sample=frozenset(items.sample_ids(store)),
+        offered=frozenset(items.sample_ids(store)
+                          or set(items.annotatable_outputs(store).output_id)),
         variant_outputs=variant_outputs,
         variant_scores=variant_scores.reset_index(drop=True),
         variant_answers=variant_answers.reset_index(drop=True),
