@@ -256,7 +256,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
-def _cli_actor() -> str:
+def cli_actor() -> str:
     """Who runs a ``user`` command, for the audit log: ``cli:<OS user>``."""
     try:
         return f"cli:{getpass.getuser()}"
@@ -282,7 +282,7 @@ def cmd_user(args: argparse.Namespace) -> int:
     if action != "add" and not Path(args.db).exists():
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
-    actor = _cli_actor()
+    actor = cli_actor()
     try:
         if action == "add":
             auth.check_name(args.name)  # before creating a database for nothing

@@ -81,12 +81,12 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from annotation.cli.main import _cli_actor
+    from annotation.cli.main import cli_actor
 
     if not Path(args.db).exists():
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
-    actor = _cli_actor()
+    actor = cli_actor()
     with Store.open(args.db) as store:
         try:
             chosen = sampling.draw(
@@ -110,14 +110,14 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_validation_set(args: argparse.Namespace) -> int:
-    from annotation.cli.main import _cli_actor
+    from annotation.cli.main import cli_actor
 
     if not Path(args.db).exists():
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     with Store.open(args.db) as store:
         try:
-            table = draw_validation_set(store, _cli_actor(), images=args.images,
+            table = draw_validation_set(store, cli_actor(), images=args.images,
                                         questions=args.questions, seed=args.seed,
                                         balance=args.balance)
         except ValueError as exc:

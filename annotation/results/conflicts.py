@@ -318,9 +318,9 @@ def load_prelabels(store: Store) -> pd.DataFrame:
     differing ones are kept apart, never merged): image_sha256, attribute, prelabel,
     tasks (the task ids, ``;``-joined)."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
-    images = store.query_df("SELECT task_id, sha256, meta FROM images WHERE role ="
-                            " 'reference' ORDER BY task_id, idx")
-    for task, sha, meta in images.itertuples(index=False):
+    images = store.images_df()
+    images = images[images.role == "reference"].sort_values(["task_id", "idx"])
+    for task, sha, meta in images[["task_id", "sha256", "meta"]].itertuples(index=False):
         label = json.loads(meta).get("prelabel")
         if not isinstance(label, dict):
             continue

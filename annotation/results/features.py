@@ -147,14 +147,13 @@ def grouping_keys(store: Store) -> list[str]:
     """The grouping keys this project has (``generator``, the tasks' flattened meta keys,
     the task features, and the conflict labels where a task can have a conflict), without
     computing their values: for a picker."""
-    import json
+    from annotation.store import items
 
     meta_keys: set[str] = set()
-    for (text,) in store.conn.execute("SELECT meta FROM tasks"):
-        meta_keys.update(flat_meta(json.loads(text) if text else {}))
-    can_conflict = any(k.startswith("meta.conflicts") for k in meta_keys) or bool(
-        store.conn.execute("SELECT 1 FROM images WHERE meta LIKE '%prelabel%' LIMIT 1")
-        .fetchone())
+    for _, meta in items.task_metas(store):
+        meta_keys.update(flat_meta(meta))
+    can_conflict = any(k.startswith("meta.conflicts") for k in meta_keys) or \
+        items.has_prelabels(store)
     conflicts = [f"conflict.{k}" for k in (*CONFLICTS, "any")] if can_conflict else []
     return ["generator", *sorted(meta_keys), *TASK_FEATURES, *conflicts]
 

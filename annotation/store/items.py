@@ -118,6 +118,12 @@ def answer_fingerprint(store: Store) -> tuple[int, ...]:
     return tuple(int(v or 0) for v in row)
 
 
+def has_prelabels(store: Store) -> bool:
+    """Whether any image carries a conflict pre-label (``meta.prelabel``, VIF-Bench)."""
+    return store.conn.execute(
+        "SELECT 1 FROM images WHERE meta LIKE '%\"prelabel\"%' LIMIT 1").fetchone() is not None
+
+
 def output_task(store: Store, output_id: str) -> tuple[str, str | None]:
     """``(task_id, sha256)`` of an output; KeyError when there is none."""
     row = store.conn.execute(
