@@ -15,6 +15,7 @@ import streamlit as st
 
 from annotation.results import analytics, judge_bias, tiif
 from annotation.results import figures as report_figures
+from annotation.results.design import design_sentence
 from annotation.results.ratings import AVERAGE
 from annotation.results.report import ReportOptions, build_report
 from annotation.results.study import StudyData, load_study
@@ -114,6 +115,8 @@ with st.spinner("Computing the statistics ..."):
 controls[4].caption(f"{len(study.outputs)} outputs · {len(study.judges)} judges · "
                     f"{study.human_scores.annotator.nunique() if len(study.human_scores) else 0}"
                     f" annotators with ratings · {int(n_boot)} resamples, seed {int(seed)}")
+
+st.caption(design_sentence(tables["study_design"]))
 
 labels = {**dict(zip(study.criteria.name, study.criteria.label)), AVERAGE: "Average"}
 ratings, checklist = tables["ratings"], tables["checklist"]
@@ -329,6 +332,25 @@ with tab_compare:
                "the clustered McNemar test of Durkalski et al. (2003) (clustered_p, adjusted "
                "by Benjamini-Hochberg and -Yekutieli over the rows). mcnemar_p treats the "
                "decisions as independent and is kept for comparison only.")
+    st.subheader("Judge-corrected leaderboard", anchor=False)
+    board = tables["leaderboard"]
+    show(board, "leaderboard", "leaderboard",
+         first=["judge", "measure", "generator", "n_labeled", "n_unlabeled", "judge_mean",
+                "human_mean", "estimate", "lo", "hi", "rank_judge", "rank_corrected"])
+    st.caption("Each generator's score from the judge on every output, corrected by the "
+               "human-scored outputs (prediction-powered inference with PPI++'s tuned "
+               "weight lam; Student's t interval), beside the judge alone and the humans "
+               "alone; empty corrected columns say why in note (the sample must be uniform).")
+    if not board.empty:
+        pick_lb = st.columns(2)
+        lb_judge = pick_lb[0].selectbox("Judge ", list(dict.fromkeys(board.judge)),
+                                        key="an_lb_judge")
+        lb_measure = pick_lb[1].selectbox(
+            "Measure", list(dict.fromkeys(board.measure[board.judge == lb_judge])),
+            key="an_lb_measure", format_func=lambda c: labels.get(c, c))
+        figure = report_figures.leaderboard_plot(board, lb_measure, lb_judge)
+        if figure is not None:
+            chart(figure, "leaderboard")
     st.subheader("System level: ranking the generators", anchor=False)
     show(tables["system_level"], "system_level", "system")
     st.caption("Kendall tau-b and pairwise accuracy of the per-generator means, judge vs "

@@ -214,3 +214,20 @@ def test_the_strata_picker_offers_only_keys_the_outputs_have(served_demo):
         columns = set(output_table(store).columns)
     assert keys[0] == "generator" and "task.vi_type" in keys and "conflict.any" in keys
     assert set(keys) <= columns
+
+
+def test_the_design_sentence_says_when_the_annotated_outputs_are_not_uniform(tmp_path):
+    from annotation.results.design import design_sentence
+
+    root, truth = _bundle(tmp_path / "bundle", n_tasks=10)
+    with Store.open(tmp_path / "p.db") as store:
+        import_path(store, root)
+        chosen = sampling.draw(store, "admin", "uniform", size=12, seed=4)
+        _annotate(root, store, chosen[:6], truth)
+        plain = design_sentence(design_table(load_study(store)))
+        workflow.set_settings(store, "admin", disagreement_first=True)
+        flagged = design_sentence(design_table(load_study(store)))
+    assert plain == ("How the items were chosen: a uniform random sample, seed 4. 6 of 12 "
+                     "outputs offered have human answers.")
+    assert flagged.endswith("They are NOT a uniform sample of the benchmark's outputs.")
+    assert "over-represent disagreements" in flagged

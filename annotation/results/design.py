@@ -58,3 +58,29 @@ def design_table(study: StudyData) -> pd.DataFrame:
 
 def _cell(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, list | dict) else value
+
+
+DESIGN_WORDS = {"none": "no sample drawn (every annotatable output is offered)",
+                "all": "no sample drawn (every annotatable output is offered)",
+                "uniform": "a uniform random sample", "stratified": "a stratified sample",
+                "paired": "paired tasks (the same tasks for every generator)",
+                "validation": "the balanced validation set (questions half yes, half no)"}
+
+
+def design_sentence(design: pd.DataFrame) -> str:
+    """The ``study_design.csv`` row as one sentence for report.html and the Judge
+    validation page: the design, how much of it is annotated, and whether it is a uniform
+    sample of the benchmark's outputs."""
+    if design.empty:
+        return ""
+    row = design.iloc[0]
+    words = DESIGN_WORDS.get(str(row.design), str(row.design))
+    seed = "" if row.design in ("none", "all") or row.seed is None or row.seed != row.seed \
+        else f", seed {row.seed}"
+    notes = [n for n in str(row.note or "").split("; ")
+             if n and not n.startswith("no sample drawn")]
+    return (f"How the items were chosen: {words}{seed}. {row.n_annotated} of "
+            f"{row.n_sample} outputs offered have human answers"
+            + "".join(f"; {n}" for n in notes)
+            + ("." if row.uniform else
+               ". They are NOT a uniform sample of the benchmark's outputs."))

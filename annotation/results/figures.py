@@ -87,18 +87,19 @@ def leaderboard_plot(board: pd.DataFrame, measure: str, judge: str) -> go.Figure
     fig = go.Figure()
     fig.add_trace(go.Scatter(
         x=rows.human_mean, y=rows.generator, mode="markers", name="humans only (sample)",
-        marker={"symbol": "circle-open", "size": 9},
-        error_x={"type": "data", "symmetric": False, "array": rows.human_hi - rows.human_mean,
+        marker={"symbol": "circle-open", "size": 9, "color": "#7f7f7f"},
+        error_x={"type": "data", "symmetric": False, "color": "#7f7f7f", "thickness": 1,
+                 "array": rows.human_hi - rows.human_mean,
                  "arrayminus": rows.human_mean - rows.human_lo}))
     if rows.estimate.notna().any():
         fig.add_trace(go.Scatter(
             x=rows.estimate, y=rows.generator, mode="markers", name="judge corrected (PPI++)",
-            marker={"size": 10},
+            marker={"size": 10, "color": "#1f77b4"},
             error_x={"type": "data", "symmetric": False, "array": rows.hi - rows.estimate,
                      "arrayminus": rows.estimate - rows.lo}))
     fig.add_trace(go.Scatter(x=rows.judge_mean, y=rows.generator, mode="markers",
                              name="judge only (all outputs)",
-                             marker={"symbol": "x", "size": 10}))
+                             marker={"symbol": "x", "size": 10, "color": "#d62728"}))
     fig.update_layout(height=120 + 40 * len(rows), xaxis_title=plot_text(measure),
                       margin={"l": 10, "r": 10, "t": 30, "b": 40})
     return fig

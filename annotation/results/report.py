@@ -61,7 +61,7 @@ from annotation.results.checklist import (
     study_decisions,
 )
 from annotation.results.decisions import UNANSWERED
-from annotation.results.design import design_table
+from annotation.results.design import design_sentence, design_table
 from annotation.results.export import FORMULA_STARTS as FORMULA_STARTS  # re-exported
 from annotation.results.export import neutralize_table as neutralize_table  # re-exported
 from annotation.results.export import write_csv
@@ -375,14 +375,7 @@ def report_html(tables: dict[str, pd.DataFrame], *, title: str,
              f"<h1>{html.escape(title)}</h1>"]
     design = tables.get("study_design")
     if design is not None and not design.empty:
-        row = design.iloc[0]
-        parts.append("<p><b>How the items were chosen:</b> "
-                     + html.escape(f"{row.design} (seed {row.seed}); {row.n_annotated} of "
-                                   f"{row.n_sample} outputs of the sample annotated"
-                                   + (f"; {row.note}" if row.note else "")
-                                   + ("" if row.uniform else
-                                      "; NOT a uniform sample of the benchmark's outputs"))
-                     + "</p>")
+        parts.append(f"<p><b>{html.escape(design_sentence(design))}</b></p>")
     for caption, table in paper_sections(tables):
         parts.append(f"<h2>{html.escape(caption)}</h2>")
         parts.append(_html_table(table))
