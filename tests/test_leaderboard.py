@@ -153,7 +153,7 @@ def test_the_validation_set_is_not_a_design_for_the_correction(board):
         study = load_study(store)
     table = leaderboard_table(study, study_decisions(study))
     assert table.estimate.isna().all() and table.lo.isna().all()
-    assert table.human_mean.notna().all() and table.judge_mean.notna().all()
+    assert table.human_mean.isna().all() and table.judge_mean.notna().all()
     assert table.note.str.contains("balanced by answer").all()
     assert (table.design == "validation").all()
 
@@ -175,3 +175,89 @@ def test_no_human_score_gives_the_judge_only_column(tmp_path):
         study = load_study(store)
         assert items.sample_design(store)["mode"] == "none"
     assert leaderboard_table(study, study_decisions(study)).empty  # nothing to correct with
+
+
+# ------------------------------------------------- designs that are not uniform (review)
+def _rare_failures(root: Path) -> dict[str, float]:
+    """200 tasks x 2 generators; 10% "rare" tasks where the generators fail (quality 2,
+    else 8); a judge blind to the failures says 8 everywhere. True mean: 7.4."""
+    root.mkdir(parents=True)
+    (root / "bundle.json").write_text(json.dumps({
+        "name": "x", "benchmark": "demo",
+        "criteria": [{"name": "quality", "label": "Q", "min": 1, "max": 10, "step": 1}],
+        "judges": [{"name": "vlm", "kind": "vlm"}]}))
+    tasks, outs, judged, truth = [], [], [], {}
+    for t in range(200):
+        kind = "rare" if t < 20 else "common"
+        tasks.append({"task_id": f"t{t}", "instruction": f"P{t}", "meta": {"kind": kind}})
+        for g, gen in enumerate(["alpha", "beta"]):
+            out = f"t{t}/{gen}"
+            make_image(root / "img" / f"{t}_{g}.png", size=(32 + t % 7, 24 + g), text=str(t))
+            outs.append({"output_id": out, "task_id": f"t{t}", "generator": gen,
+                         "path": f"img/{t}_{g}.png"})
+            truth[out] = 2.0 if kind == "rare" else 8.0
+            judged.append({"judge": "vlm", "output_id": out, "criterion": "quality",
+                           "score": 8})
+    write_jsonl(root / "tasks.jsonl", tasks)
+    write_jsonl(root / "outputs.jsonl", outs)
+    write_jsonl(root / "judgments.jsonl", judged)
+    return truth
+
+
+def _human_scores(root: Path, store: Store, name: str, chosen: list[str],
+                  truth: dict[str, float]) -> None:
+    later = root.parent / name
+    later.mkdir()
+    (later / "bundle.json").write_text((root / "bundle.json").read_text())
+    write_jsonl(later / "tasks.jsonl", [])
+    write_jsonl(later / "outputs.jsonl", [])
+    write_jsonl(later / "annotations.jsonl", [
+        {"annotator": "h1", "output_id": o, "criterion": "quality", "score": truth[o]}
+        for o in chosen])
+    import_path(store, later)
+
+
+def test_equal_numbers_per_stratum_are_not_corrected(tmp_path):
+    """20 rare and 20 common tasks' outputs: rare ones over-represented 4.5 times; the old
+    leaderboard 'corrected' alpha to 5.1 [3.8, 6.5] (truth 7.4), without a word."""
+    from annotation.results.design import design_table
+    from annotation.work import sampling
+
+    root = tmp_path / "b"
+    truth = _rare_failures(root)
+    with Store.open(tmp_path / "s.db") as store:
+        import_path(store, root)
+        chosen = sampling.draw(store, "admin", "stratified", by=["meta.kind"],
+                               per_stratum=20, seed=0)
+        _human_scores(root, store, "h", chosen, truth)
+        study = load_study(store)
+    assert not design_table(study).iloc[0].uniform
+    table = leaderboard_table(study, study_decisions(study))
+    assert table.estimate.isna().all() and table.human_mean.isna().all()
+    assert table.rank_human.isna().all() and table.judge_mean.notna().all()
+    assert table.note.str.contains("equal numbers per stratum").all()
+
+
+def test_human_scores_from_an_earlier_sample_are_left_out(tmp_path):
+    """A per-stratum pilot, then the uniform sample of the paper: only the uniform
+    sample's human scores may correct the judge (the old code used all 74, and alpha's
+    interval [5.3, 7.0] missed the truth 7.4)."""
+    from annotation.work import sampling
+
+    root = tmp_path / "b"
+    truth = _rare_failures(root)
+    with Store.open(tmp_path / "s.db") as store:
+        import_path(store, root)
+        pilot = sampling.draw(store, "admin", "stratified", by=["meta.kind"],
+                              per_stratum=20, seed=0)
+        _human_scores(root, store, "h", pilot, truth)
+        paper = sampling.draw(store, "admin", "uniform", size=40, seed=5)
+        _human_scores(root, store, "h2", [o for o in paper if o not in pilot], truth)
+        study = load_study(store)
+    rows = leaderboard_table(study, study_decisions(study)).set_index("generator")
+    assert rows.n_labeled.sum() == 40
+    assert rows.n_outside_sample.sum() == len(set(pilot) - set(paper))
+    for gen in ("alpha", "beta"):
+        in_sample = [o for o in paper if o.endswith("/" + gen)]
+        assert rows.loc[gen, "human_mean"] == pytest.approx(np.mean([truth[o] for o in
+                                                                     in_sample]))

@@ -21,7 +21,32 @@ from annotation.results.study import StudyData
 COLUMNS = ["design", "seed", "size", "drawn", "by", "per_stratum", "generators", "balance",
            "questions", "disagreement_first", "disagreement_first_ever", "n_sample",
            "n_annotated", "uniform", "note"]
-UNIFORM = ("none", "all", "uniform", "stratified", "paired")
+
+
+def not_uniform(design: dict[str, Any], complete: bool = True) -> str | None:
+    """Why the outputs humans scored in the current sample are not a uniform sample of the
+    outputs (None: they are, every output of a generator equally likely). The one rule the
+    design row and the leaderboard's correction share.
+
+    Equal-probability designs qualify: no sample (every output offered, each annotator in
+    their own random order), uniform, stratified *in proportion* (every stratum sampled at
+    the same rate) and paired (tasks drawn uniformly, all their outputs of the chosen
+    generators). Not: a stratified sample with equal numbers per stratum (small strata
+    over-represented), the validation set (balanced by answer), and a sample offered
+    disagreement first until all of it is annotated (``complete``)."""
+    mode = str(design.get("mode", "none"))
+    if mode == "validation":
+        return ("the sample is the validation set, balanced by answer, not a uniform "
+                "sample of the outputs")
+    if mode == "stratified" and design.get("per_stratum"):
+        return ("the sample has equal numbers per stratum, not in proportion: small strata "
+                "are over-represented")
+    if mode not in ("none", "all", "uniform", "stratified", "paired"):
+        return f"the sample ({mode}) is not a uniform sample of the outputs"
+    if design.get("disagreement_first_ever") and not complete:
+        return ("outputs were offered disagreement first and the sample is not complete: "
+                "the annotated outputs over-represent disagreements")
+    return None
 
 
 def design_table(study: StudyData) -> pd.DataFrame:
@@ -31,20 +56,11 @@ def design_table(study: StudyData) -> pd.DataFrame:
     annotated = set(study.human_scores.output_id) | set(study.human_answers.output_id)
     sample = study.offered or frozenset(study.outputs.output_id)
     complete = sample <= annotated
-    notes = []
-    uniform = mode in UNIFORM
-    if mode == "validation":
-        notes.append("questions balanced by answer: agreement on them is not the "
-                     "benchmark's, accuracy there is the point")
-    elif mode == "paired":
+    problem = not_uniform(d, complete)
+    uniform = problem is None
+    notes = [problem] if problem else []
+    if mode == "paired":
         notes.append("the same tasks for every generator: uniform over tasks")
-    elif mode == "stratified" and d.get("per_stratum"):
-        notes.append("equal numbers per stratum: weigh strata by their size for "
-                     "benchmark-wide figures")
-    if d.get("disagreement_first_ever") and not complete:
-        uniform = False
-        notes.append("offered disagreement first, and not all annotated yet: the annotated "
-                     "outputs over-represent disagreements")
     if mode in ("none", "all"):
         notes.append("no sample drawn: annotators are offered every output, each in their "
                      "own random order")

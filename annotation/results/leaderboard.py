@@ -21,12 +21,16 @@ to correct its bias. Per judge, measure and generator:
   corrected rank differs from the judge's.
 
 **The design.** The correction needs the human-scored outputs of a generator to be a
-uniform random sample of its outputs. A uniform or generator-stratified sample (and no
-sample, where the router offers every annotator the outputs in a random order of their
-own) qualifies; the TIIF-Bench validation set (balanced by answer) does not, nor a
-sample offered disagreement first until all of it is annotated: their rows keep the
-judge-only and human-only columns and leave the corrected ones empty, with the reason
-in ``note``. ``design`` says which sample the rows come from.
+uniform random sample of its outputs (:func:`annotation.results.design.not_uniform`, the
+rule ``study_design.csv`` states too): no sample (the router offers every annotator the
+outputs in a random order of their own), a uniform sample, a stratified one in
+proportion, paired tasks. Equal numbers per stratum, the TIIF-Bench validation set
+(balanced by answer) and a sample offered disagreement first until all of it is annotated
+do not: their rows keep the judge-only column and leave the human-only and corrected ones
+empty (both would be biased), with the reason in ``note``. Only the human scores of the
+*current* sample count: scores of outputs outside it (an earlier pilot, a validation
+set) are left out and counted in ``n_outside_sample``. ``design`` says which sample the
+rows come from.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.results.checklist import HUMAN_MAJORITY, StudyDecisions
+from annotation.results.design import not_uniform
 from annotation.results.study import StudyData
 from annotation.results.tiif import image_scores
 from annotation.stats.ppi import ppi_mean
@@ -45,26 +50,9 @@ CHECKLIST = "checklist"
 COLUMNS = ["judge", "measure", "generator", "design", "n_outputs", "n_labeled",
            "n_unlabeled", "judge_mean", "human_mean", "human_lo", "human_hi", "estimate",
            "lo", "hi", "lam", "rank_judge", "rank_human", "rank_corrected", "rank_changed",
-           "width_ratio", "note"]
-#: sample modes whose human-scored outputs are a uniform sample within each generator
-UNIFORM_DESIGNS = ("none", "all", "uniform", "stratified")
-
-
-def design_problem(design: dict[str, Any], complete: bool = True) -> str | None:
-    """Why the sample ``design`` does not support the correction (None: it does).
-    ``complete``: every output of the sample has a human score (then the order in which
-    they were offered does not matter)."""
-    mode = str(design.get("mode", "none"))
-    if mode == "validation":
-        return ("the sample is the validation set, balanced by answer, not a uniform "
-                "sample of the outputs: no corrected estimate")
-    if mode not in UNIFORM_DESIGNS:
-        return (f"the sample ({mode}) is not a uniform sample of the outputs: no corrected "
-                "estimate")
-    if design.get("disagreement_first_ever") and not complete:
-        return ("outputs were offered disagreement first and the sample is not complete: "
-                "the outputs humans scored are not a uniform sample, no corrected estimate")
-    return None
+           "width_ratio", "note",
+           # added: human scores of outputs outside the current sample, left out
+           "n_outside_sample"]
 
 
 def _scores(study: StudyData, decided: StudyDecisions | None
@@ -95,8 +83,8 @@ def leaderboard_table(study: StudyData, decided: StudyDecisions | None = None, *
     """The ``leaderboard.csv`` table (module docstring)."""
     mode = str(study.design.get("mode", "none"))
     scored = set(study.human_scores.output_id) | set(study.human_answers.output_id)
-    wanted = study.offered or set(study.outputs.output_id)
-    problem = design_problem(study.design, complete=wanted <= scored)
+    offered = study.offered or frozenset(study.outputs.output_id)
+    problem = not_uniform(study.design, complete=offered <= scored)
     generator = study.outputs.set_index("output_id").generator
     rows: list[dict[str, Any]] = []
     for measure, human, by_judge in _scores(study, decided):
@@ -105,7 +93,8 @@ def leaderboard_table(study: StudyData, decided: StudyDecisions | None = None, *
             for gen in sorted(generator.unique().astype(str)):
                 ids = generator.index[generator.astype(str) == gen]
                 f_all = judged.reindex(ids).dropna()
-                y = human.reindex(f_all.index).dropna()
+                y_all = human.reindex(f_all.index).dropna()
+                y = y_all[y_all.index.isin(offered)]  # only the current sample's
                 fu = f_all.drop(y.index)
                 result = ppi_mean(y.to_numpy(), f_all.reindex(y.index).to_numpy(),
                                   fu.to_numpy(), conf=conf).iloc[0]
@@ -114,10 +103,13 @@ def leaderboard_table(study: StudyData, decided: StudyDecisions | None = None, *
                     "n_outputs": len(f_all), **{k: result[k] for k in (
                         "n_labeled", "n_unlabeled", "judge_mean", "human_mean", "human_lo",
                         "human_hi", "estimate", "lo", "hi", "lam")},
-                    "note": result["note"]}
-                if problem:
+                    "note": result["note"], "n_outside_sample": len(y_all) - len(y)}
+                if problem:  # both estimates from the humans' outputs would be biased
                     row.update(estimate=np.nan, lo=np.nan, hi=np.nan, lam=np.nan,
-                               note="; ".join(x for x in (problem, row["note"]) if x))
+                               human_mean=np.nan, human_lo=np.nan, human_hi=np.nan,
+                               note="; ".join(x for x in (
+                                   problem + ": no estimate from the human scores",
+                                   row["note"]) if x))
                 width = row["hi"] - row["lo"]
                 human_width = row["human_hi"] - row["human_lo"]
                 row["width_ratio"] = width / human_width if human_width > 0 else np.nan
