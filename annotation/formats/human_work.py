@@ -34,7 +34,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from annotation.records import Problems, WorkRow
@@ -329,6 +329,20 @@ class Known:
     task_images: Mapping[str, int]
     task_checklist: Mapping[str, str]
     question_checklist: Mapping[str, str]
+    #: (task id, image index) -> content hash: a reading is of the image, whichever task
+    #: showed it (schema 9), so its history is the image's
+    image_hashes: Mapping[tuple[str, int], str] = field(default_factory=dict)
+
+    def answer_key(self, spec: WorkFile, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        """Which answer a row is: ``spec.key``, except that a pre-label reading is keyed
+        by (verifier, image content, attribute): a correction given in another task
+        showing the same image supersedes it."""
+        if spec.name == "prelabel_readings.jsonl":
+            image = values.get("image_sha256") or self.image_hashes.get(
+                (values.get("task_id"), values.get("image_idx")))  # type: ignore[arg-type]
+            if image is not None:
+                return (values.get("verifier"), image, values.get("attribute"))
+        return tuple(_norm(c, values.get(c)) for c in spec.key)
 
 
 def _describe(spec: WorkFile, values: Mapping[str, Any]) -> str:
@@ -388,7 +402,8 @@ def _cycle(rows: Mapping[str, WorkRow], start: str) -> list[str] | None:
     return None
 
 
-def _chains(pr: Problems, spec: WorkFile, rows: list[WorkRow]
+def _chains(pr: Problems, spec: WorkFile, rows: list[WorkRow],
+            key_of: Callable[[Mapping[str, Any]], tuple[Any, ...]]
             ) -> dict[tuple[Any, ...], list[WorkRow]]:
     """The rows of a history file as one ordered chain per answer (``spec.key``), after
     checking the ``supersedes`` links: unique ids; no link to a missing id, to a later
@@ -409,7 +424,7 @@ def _chains(pr: Problems, spec: WorkFile, rows: list[WorkRow]
     for i, row in enumerate(rows):
         if pr.full:
             break
-        key = tuple(row.values[c] for c in spec.key)
+        key = key_of(row.values)
         sup = row.supersedes
         chain = chains.setdefault(key, [])
         if sup is None:
@@ -434,7 +449,7 @@ def _chains(pr: Problems, spec: WorkFile, rows: list[WorkRow]
             pr.at(row.origin, "supersedes", f"record {sup!r} is on a later line "
                   f"({target.origin[1]}): a row must come after the row it supersedes")
             continue
-        if tuple(target.values[c] for c in spec.key) != key:
+        if key_of(target.values) != key:
             pr.at(row.origin, "supersedes", f"record {sup!r} (line {target.origin[1]}) is "
                   f"another answer ({_describe(spec, target.values)}): a row supersedes an "
                   "earlier answer of the same person to the same question")
@@ -514,11 +529,14 @@ def check(pr: Problems, work: Mapping[str, list[WorkRow]],
         old = stored.get(name, [])
         kept = out.rows[name]
         if spec.chain:
+            def key_of(values: Mapping[str, Any], spec: WorkFile = spec) -> tuple[Any, ...]:
+                return known.answer_key(spec, values)
+
             old_chains: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
             for s in old:
-                old_chains.setdefault(_key(spec, s), []).append(s)
+                old_chains.setdefault(key_of(s), []).append(s)
             position = {row.record_id: n for n, row in enumerate(rows)}
-            for key, chain in _chains(pr, spec, rows).items():
+            for key, chain in _chains(pr, spec, rows, key_of).items():
                 history = old_chains.get(key, [])
                 for i, row in enumerate(chain):
                     if i < len(history):

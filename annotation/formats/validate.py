@@ -495,8 +495,11 @@ def _check_work(ck: _Check, project: ProjectData, targets: _Targets) -> None:
     images = dict(ck.existing.get("task_images", {}))
     for task_id in {i.task_id for i in project.images}:
         images[task_id] = sum(1 for i in project.images if i.task_id == task_id)
+    hashes = dict(ck.existing.get("image_hashes", {}))
+    for image in project.images:
+        hashes[(image.task_id, image.index)] = image.file.sha256
     known = human_work.Known(targets.output_task, images, targets.task_checklist,
-                             targets.question_checklist)
+                             targets.question_checklist, hashes)
     checked = human_work.check(ck.pr, project.work, ck.existing.get("work", {}), known)
     ck.out.work = checked.rows
     ck.unchanged.update(checked.unchanged)

@@ -403,6 +403,7 @@ class Store:
 
             existing["work"] = human_work.stored_rows(self, project.work)
             existing["task_images"] = human_work.image_counts(self)
+            existing["image_hashes"] = human_work.image_hashes(self)
         return existing
 
     def question_checklists(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 #: bundle file -> (table, row id column, columns read; the answer kind when it has one)
 TABLES: dict[str, tuple[str, str, tuple[str, ...], str | None]] = {
     "prelabel_readings.jsonl": ("prelabel_readings", "reading_id", (
-        "verifier", "task_id", "image_idx", "attribute", "value", "created_at", "source"),
-        "reading"),
+        "verifier", "task_id", "image_idx", "attribute", "value", "created_at", "source",
+        "image_sha256"), "reading"),
     "conflict_verdicts.jsonl": ("conflict_verdicts", "verdict_id", (
         "verifier", "task_id", "conflict", "automatic", "agrees", "label", "note", "blind",
         "created_at", "source"), "verdict"),
@@ -61,6 +61,12 @@ def stored_rows(store: Store, names: Iterable[str]) -> dict[str, list[dict[str, 
     return out
 
 
+def image_hashes(store: Store) -> dict[tuple[str, int], str]:
+    """(task id, image index) -> the image's content hash, for every stored input image."""
+    return {(t, int(i)): h for t, i, h in store.conn.execute(
+        "SELECT task_id, idx, sha256 FROM images")}
+
+
 def image_counts(store: Store) -> dict[str, int]:
     """Task id -> number of stored input images."""
     return dict(store.conn.execute("SELECT task_id, count(*) FROM images GROUP BY task_id"))
@@ -74,11 +80,30 @@ def read_all(store: Store) -> dict[str, list[WorkRow]]:
     for name, rows in stored_rows(store, TABLES).items():
         if not rows:
             continue
+        if name == "prelabel_readings.jsonl":
+            rows = _one_history_per_image(rows)
         out[name] = [
             WorkRow({k: v for k, v in r.items() if k not in ("row_id", "supersedes")},
                     str(r["row_id"]),
                     None if r.get("supersedes") is None else str(r["supersedes"]))
             for r in rows]
+    return out
+
+
+def _one_history_per_image(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Readings with one history per (verifier, image, attribute), as schema 9 keeps them:
+    a project migrated from schema 8 can hold two first readings of one image given in
+    two tasks (each task had its own); the later one is exported as superseding the
+    earlier (the newer reading is the current one there too: ``current_image_readings``),
+    so that the export imports."""
+    last: dict[tuple[Any, ...], int] = {}
+    out = []
+    for r in rows:
+        key = (r["verifier"], r["image_sha256"], r["attribute"])
+        if r.get("supersedes") is None and key in last:
+            r = {**r, "supersedes": last[key]}
+        last[key] = r["row_id"]
+        out.append(r)
     return out
 
 
