@@ -182,3 +182,34 @@ def test_results_page_shows_the_false_pass_table_and_the_setting(tdb):
     assert not at.exception
     with Store.open(tdb) as store:
         assert tr.get_settings(store).passed_share == 0.25
+
+
+def test_the_blind_passed_sample_leaves_human_agreement_and_reasons_as_they_were(tmp_path):
+    """The same two reviewers, the same answers on the judge's failures: switching on the
+    passed sample (where both say "not a failure") must not move the human baseline of
+    localization (it moved from 0.667 to 0.833) nor dilute the failure reasons."""
+    from annotation.formats.importers import import_path
+    from annotation.results import trees as res
+    from annotation.store import Store
+    from annotation.work import tree_review as tr
+    from tests.helpers.tree_fixture import EXPECTED, write_tree_bundle
+
+    tables = {}
+    for share in (0.0, 1.0):
+        root = tmp_path / f"s{share}"
+        with Store.open(root / "t.db") as store:
+            import_path(store, write_tree_bundle(root / "b"))
+            tr.set_settings(store, "admin", passed_share=share)
+            for i, key in enumerate(EXPECTED):
+                tr.give_review(store, "r1", "tr1/m", key, EXPECTED[key],
+                               reason="attribute_mismatch")
+                tr.give_review(store, "r2", "tr1/m", key,
+                               EXPECTED[key] if i else tr.PERSISTENT,
+                               reason="attribute_mismatch")
+            if share:
+                for key in ("f|f1", "g|g_style", "C|C, duplication"):
+                    for reviewer in ("r1", "r2"):
+                        tr.give_review(store, reviewer, "tr1/m", key, tr.NOT_A_FAILURE)
+            tables[share] = res.tree_tables(store)
+    for name in ("human_agreement", "failure_reasons"):
+        assert tables[1.0][name].equals(tables[0.0][name]), name

@@ -436,8 +436,11 @@ def auto_vs_human(pairs: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------ human vs human
 def human_agreement(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Reviewers against each other (every current review, whatever the judge), per level
-    (``node``: the origin; ``category``: its Table 3 category) and operator and Overall.
+    """Reviewers against each other on the instances the judge fails at the root (every
+    current review of those; the judge-passed instances of the blind sample,
+    ``passed_share``, are left out: mostly "not a failure" on both sides, they would
+    inflate the agreement on localization), per level (``node``: the origin;
+    ``category``: its Table 3 category) and operator and Overall.
 
     A unit is one instance of one root output; only units reviewed by two or more people
     count. Columns: level, operator, n_units (units reviewed at all), n_units_multi,
@@ -447,6 +450,7 @@ def human_agreement(pairs: pd.DataFrame) -> pd.DataFrame:
     units x reviewers table of the multi-reviewed units).
     """
     pairs = pairs if not pairs.empty else pd.DataFrame(columns=PAIR_COLUMNS)
+    pairs = pairs[pairs["status"] != NOT_FAILING]
     rows = []
     for level, col in (("node", "origin"), ("category", "human_category")):
         for op in [*_operators(pairs["operator"]), OVERALL]:
@@ -483,10 +487,12 @@ def human_agreement(pairs: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------ reasons
 def failure_reasons(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per operator and Overall, how often reviewers gave each failure reason (every
-    current review; ``none`` when a review has no reason, e.g. ``not_a_failure``).
+    current review of an instance the judge fails at the root, as :func:`human_agreement`;
+    ``none`` when a review has no reason, e.g. ``not_a_failure``).
     Columns: operator, reason, label, n, percent (of that operator's reviews); every
     reason is listed, zeros included."""
     pairs = pairs if not pairs.empty else pd.DataFrame(columns=PAIR_COLUMNS)
+    pairs = pairs[pairs["status"] != NOT_FAILING]
     labels = {**REASONS, NO_REASON: "(no reason)"}
     rows = []
     for op in [*_operators(pairs["operator"]), OVERALL]:
