@@ -58,6 +58,10 @@ class StudyData:
         columns=["output_id", "question_id"]))
     #: how the annotation sample was drawn (:func:`annotation.store.items.sample_design`)
     design: dict[str, Any] = field(default_factory=lambda: {"mode": "none"})
+    #: the adjudicators' current decisions on disputed checklist decisions (issue #16):
+    #: output_id, question_id, answer (``yes`` / ``no``)
+    adjudicated: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["output_id", "question_id", "answer"]))
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -176,4 +180,14 @@ def load_study(store: Store) -> StudyData:
         times=times[~times.output_id.isin(nodes)].reset_index(drop=True),
         validation=items.validation_pairs(store),
         design=items.sample_design(store),
+        adjudicated=_adjudicated(store),
     )
+
+
+def _adjudicated(store: Store) -> pd.DataFrame:
+    """The current checklist decisions of the adjudication queue (see StudyData)."""
+    from annotation.store.adjudications import decisions_df
+
+    rows = decisions_df(store, kind="checklist")
+    return pd.DataFrame({"output_id": rows["item"], "question_id": rows["target"],
+                         "answer": rows["decision"]}).reset_index(drop=True)
