@@ -51,7 +51,7 @@ item = session.item
 done, total = session.progress()
 head, bar = st.columns([3, 2], vertical_alignment="bottom")
 with head:
-    st.subheader(f"{item.title} · {inert(item.item)}", anchor=False)
+    st.subheader(f"{item.title} · task {inert(item.task_id)}", anchor=False)
     if session.state.get("reviewing"):
         st.caption(":orange[Reviewing a decision you already made: a new decision "
                    "supersedes it, the history keeps both.]")

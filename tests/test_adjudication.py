@@ -27,7 +27,13 @@ from annotation.work import adjudication as ad
 from annotation.work import tree_review as tr
 from annotation.work.engine import ItemTaken
 from annotation.work.verification import VerifySession, submit_task
-from tests.helpers.adjudication_fixture import DECISIONS, TIES, write_tie_bundle
+from tests.helpers.adjudication_fixture import (
+    DECISIONS,
+    JUDGE_NAME,
+    OUTPUT,
+    TIES,
+    write_tie_bundle,
+)
 from tests.helpers.apptest import signed_in
 from tests.helpers.conflict_fixture import open_task_as, write_conflict_bundle
 from tests.helpers.tree_fixture import write_tree_bundle
@@ -51,10 +57,11 @@ def _decide_all(store: Store, who: str = "adj") -> None:
 def test_checklist_ties_and_disagreements_are_the_units(ties):
     with Store.open(ties) as store:
         assert ad.checklist_disputes(store) == TIES
-        assert ad.checklist_disputes(store, "disagreements") == [*TIES, ("o4", "q1")]
+        disagreements = sorted([*TIES, (OUTPUT["o4"], "q1")])
+        assert ad.checklist_disputes(store, "disagreements") == disagreements
         assert [ad.parse_unit(u)[1:] for u in ad.queue_units(store)] == TIES
         ad.set_settings(store, "boss", disputes="disagreements")
-        assert [ad.parse_unit(u)[1:] for u in ad.queue_units(store)] == [*TIES, ("o4", "q1")]
+        assert [ad.parse_unit(u)[1:] for u in ad.queue_units(store)] == disagreements
         with pytest.raises(ValueError, match="disputes"):
             ad.set_settings(store, "boss", disputes="everything")
 
@@ -140,15 +147,15 @@ def test_tree_disagreements_are_units(tmp_path):
 # ------------------------------------------------------------------ names
 def test_names_hidden_by_default_and_shown_when_set(ties):
     with Store.open(ties) as store:
-        unit = ad.unit_id("checklist", "o1", "q1")
+        unit = ad.unit_id("checklist", *TIES[0])
         hidden = ad.load_item(store, unit)
         assert sorted(a.who for a in hidden.answers) == ["Annotator 1", "Annotator 2"]
         assert "ann_a" not in repr(hidden) and "ann_b" not in repr(hidden)
-        assert "j" not in [a.who for a in hidden.answers]
+        assert JUDGE_NAME not in repr(hidden) and "model-alpha" not in repr(hidden.answers)
         ad.set_settings(store, "boss", show_names=True)
         shown = ad.load_item(store, unit)
         assert {a.who: a.answer for a in shown.answers} == {"ann_a": "Yes", "ann_b": "No"}
-        assert {a.who: a.note for a in shown.answers}["ann_a"] == "A on o1.q1"
+        assert {a.who: a.note for a in shown.answers}["ann_a"] == "A's note on q1"
 
 
 # ------------------------------------------------------------------ decisions
@@ -201,18 +208,18 @@ def test_the_cli_history_shows_adjudications(ties, tmp_path):
     with Store.open(ties) as store:
         _decide_all(store)
     out = tmp_path / "history.csv"
-    assert main(["history", "--db", str(ties), "--item", "o1", "--csv", str(out),
+    assert main(["history", "--db", str(ties), "--item", OUTPUT["o1"], "--csv", str(out),
                  "--quiet"]) == 0
     events = pd.read_csv(out)
     row = events[events.event == "adjudication"].iloc[0]
     assert (row.who, row.question_id, row.answer, row.note) == ("adj", "q1", "yes",
-                                                                "looked at o1")
+                                                                f"looked at {OUTPUT['o1']}")
     assert "adjudicate.submit" in set(events.event)
 
 
 # ------------------------------------------------------------------ statistics
 def _rows(table: pd.DataFrame, reference: str) -> pd.DataFrame:
-    return table[(table.judge == "j") & (table.group == "all")
+    return table[(table.judge == JUDGE_NAME) & (table.group == "all")
                  & (table.reference == reference)].reset_index(drop=True)
 
 

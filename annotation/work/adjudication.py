@@ -258,6 +258,9 @@ class AdjudicationItem:
     kind: str
     item: str
     target: str
+    #: the task the item belongs to (what the page names: an output id can name its
+    #: generator)
+    task_id: str
     title: str
     question: str
     instruction: str
@@ -305,7 +308,7 @@ def load_item(store: Store, unit: str, settings: AdjudicationSettings | None = N
     task = project_rows.task(store, task_id)
     if task is None:
         raise KeyError(task_id)
-    common = {"unit": unit, "kind": kind, "item": item, "target": target,
+    common = {"unit": unit, "kind": kind, "item": item, "target": target, "task_id": task_id,
               "title": KIND_TITLES[kind], "instruction": task.instruction,
               "images": _task_images(store, task_id), "output_sha256": sha,
               "decision": decision, "task_meta": task.meta}
@@ -391,7 +394,7 @@ def _conflict_item(store: Store, unit: str, task_id: str, conflict: str,
                      key=lambda a: a.who)
     title = CONFLICT_TITLES.get(conflict, conflict)
     return AdjudicationItem(
-        unit=unit, kind="conflict", item=task_id, target=conflict,
+        unit=unit, kind="conflict", item=task_id, target=conflict, task_id=task_id,
         title=KIND_TITLES["conflict"], question=f"Does this task have a {title.lower()} "
         "conflict (a reference contradicts the visual instruction)?",
         instruction=task.instruction, images=_task_images(store, task_id),
