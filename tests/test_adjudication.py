@@ -80,7 +80,9 @@ def test_pure_dispute_rules():
         ad.parse_unit('["judge", "x", "y"]')
 
 
-def test_conflict_ties_are_units_and_go_to_conflict_resolutions(tmp_path):
+@pytest.fixture
+def conflict_tie(tmp_path) -> tuple[Path, str, str]:
+    """Two verifiers who submitted opposite verdicts on one conflict label of a task."""
     db = tmp_path / "c.db"
     with Store.open(db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "b"))
@@ -95,6 +97,12 @@ def test_conflict_ties_are_units_and_go_to_conflict_resolutions(tmp_path):
         for check in second.item.checks:
             second.set_verdict(check.conflict, agree=check.conflict != kind)
         submit_task(store, "ann2", task)
+    return db, task, kind
+
+
+def test_conflict_ties_are_units_and_go_to_conflict_resolutions(conflict_tie):
+    db, task, kind = conflict_tie
+    with Store.open(db) as store:
         assert ad.conflict_disputes(store) == [(task, kind)]
         unit = ad.ROUTER.next(store, "adj")
         assert unit == ad.unit_id("conflict", task, kind)
@@ -112,17 +120,34 @@ def test_conflict_ties_are_units_and_go_to_conflict_resolutions(tmp_path):
         assert ad.queue_units(store) == [unit]  # decided here: kept for progress
 
 
-def test_tree_disagreements_are_units(tmp_path):
+def _reviews_that_disagree(store: Store) -> None:
+    tr.give_review(store, "r1", "tr1/m", "g|g1", "N2a", reason="attribute_mismatch")
+    tr.give_review(store, "r2", "tr1/m", "g|g1", "N1", reason="other", note="hat in N1")
+    tr.give_review(store, "r1", "tr1/m", "f|f2", "N1", reason="identity_inconsistency")
+    tr.give_review(store, "r2", "tr1/m", "f|f2", "N1", reason="identity_inconsistency")
+
+
+@pytest.fixture
+def tree_dispute(tmp_path) -> Path:
+    """Two reviewers of the fixture tree who disagree on the origin of g|g1."""
     db = tmp_path / "t.db"
     with Store.open(db) as store:
         import_path(store, write_tree_bundle(tmp_path / "b"))
-        tr.give_review(store, "r1", "tr1/m", "g|g1", "N2a", reason="attribute_mismatch")
-        tr.give_review(store, "r2", "tr1/m", "g|g1", "N1", reason="other", note="hat in N1")
-        tr.give_review(store, "r1", "tr1/m", "f|f2", "N1", reason="identity_inconsistency")
-        tr.give_review(store, "r2", "tr1/m", "f|f2", "N1", reason="identity_inconsistency")
-        assert ad.tree_disputes(store) == []  # not submitted yet: work in progress
+        _reviews_that_disagree(store)
         tr.submit_tree(store, "r1", "tr1/m")
         tr.submit_tree(store, "r2", "tr1/m")
+    return db
+
+
+def test_unsubmitted_reviews_are_no_dispute(tmp_path):
+    with Store.open(tmp_path / "t.db") as store:
+        import_path(store, write_tree_bundle(tmp_path / "b"))
+        _reviews_that_disagree(store)
+        assert ad.tree_disputes(store) == []  # not submitted yet: work in progress
+
+
+def test_tree_disagreements_are_units(tree_dispute):
+    with Store.open(tree_dispute) as store:
         assert ad.tree_disputes(store) == [("tr1/m", "g|g1")]
         unit = ad.ROUTER.next(store, "adj")
         item = ad.load_item(store, unit)
@@ -364,3 +389,46 @@ def test_an_admin_sets_names_shown(ties, monkeypatch):
     assert "ann_a" in text and "ann_b" in text
     with Store.open(ties) as store:
         assert ad.get_settings(store).show_names is True
+
+
+def test_the_page_shows_a_tree_dispute(tree_dispute, monkeypatch):
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(tree_dispute))
+    at = signed_in("adjudicate.py", "judy", "adjudicator", db=tree_dispute)
+    at.run()
+    assert not at.exception
+    assert [h.value for h in at.subheader] == ["Tree localization · task tr1"]
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "Reviewer 1" in text and "Reviewer 2" in text
+    assert "r1" not in text.split() and "gpt-5" not in text
+    assert at.radio[0].options == ["N1: C(f1⊕g1, f2)", "N2a: f1⊕g1", "N2b: f2", "N3a1: f1",
+                                   "Persistent: fails at every node",
+                                   "Not a failure: the root image is fine"]
+    at.radio[0].set_value("N2a")
+    at.text_input[0].input("the hat is right at N2a")
+    at.button[0].click()
+    at.run()
+    assert not at.exception
+    with Store.open(tree_dispute) as store:
+        rows = decision_rows.decisions_df(store)
+    assert rows[["kind", "item", "target", "decision"]].values.tolist() == [
+        ["tree", "tr1/m", "g|g1", "N2a"]]
+
+
+def test_the_page_decides_a_conflict_tie(conflict_tie, monkeypatch):
+    db, task, kind = conflict_tie
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
+    at = signed_in("adjudicate.py", "judy", "adjudicator", db=db)
+    at.run()
+    assert not at.exception
+    assert [h.value for h in at.subheader] == [f"Conflict label · task {task}"]
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "Verifier 1" in text and "ann1" not in text and "ann2" not in text
+    at.radio[0].set_value("no_conflict")
+    at.text_input[0].input("no wind-responsive element")
+    at.button[0].click()
+    at.run()
+    assert not at.exception
+    with Store.open(db) as store:
+        resolutions = cr.load_resolutions(store)
+    assert resolutions[["task_id", "conflict", "label", "decided_by"]].values.tolist() == [
+        [task, kind, 0, "judy"]]
