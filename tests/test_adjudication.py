@@ -432,3 +432,33 @@ def test_the_page_decides_a_conflict_tie(conflict_tie, monkeypatch):
         resolutions = cr.load_resolutions(store)
     assert resolutions[["task_id", "conflict", "label", "decided_by"]].values.tolist() == [
         [task, kind, 0, "judy"]]
+
+
+@pytest.mark.parametrize("role, allowed", [("annotator", False), ("adjudicator", True),
+                                           ("admin", True)])
+def test_the_decision_write_checks_the_role_in_its_transaction(ties, role, allowed):
+    """As the app writes (a signed-in session): an annotator's session writes nothing, an
+    adjudicator's and an admin's decide; an adjudicator may not change the settings."""
+    from annotation.accounts import sessions
+    from annotation.accounts.sessions import SignedOut
+    from annotation.store import SessionGuard
+    from annotation.store import accounts as accounts_store
+
+    with Store.open(ties) as store:
+        auth.add_user(store, "who", role, "pw-who-12345678", actor="t", allow_weak=True)
+        with accounts_store.writing(store, public=True) as rows:
+            token = sessions.create(rows, "who", role, handoff=False)
+        store.guard = SessionGuard(token=lambda: token)
+        unit = ad.ROUTER.next(store, "who")
+        if not allowed:
+            with pytest.raises(SignedOut):
+                ad.decide(store, "who", unit, "yes", "an annotator's try")
+            store.guard = None
+            assert decision_rows.decisions_df(store).empty
+            return
+        ad.decide(store, "who", unit, "yes", "decided")
+        if role == "adjudicator":
+            with pytest.raises(SignedOut):
+                ad.set_settings(store, "who", show_names=True)
+        store.guard = None
+        assert decision_rows.decisions_df(store).decided_by.tolist() == ["who"]

@@ -494,7 +494,8 @@ def _strict_majority(values: list[str]) -> str | None:
 
 
 def adjudicated_localization(pairs: pd.DataFrame, decisions: pd.DataFrame) -> pd.DataFrame:
-    """One row per reviewed instance of a root output (the unit of Appendix C.3): the
+    """One row per reviewed instance of a root output (the unit of "TRACE-Bench:
+    Decomposing and Diagnosing Multi-Reference Image Generation", Appendix C.3): the
     reviewers' origins (raw: every current review, ``origins`` as ``;``-joined sorted
     values), the strict-majority origin (None on a tie), the adjudicator's origin where
     one decided (``decisions``: current tree rows of

@@ -8,10 +8,14 @@ adjudication). Here a unit is one **disputed decision** of the study:
   them, :func:`annotation.results.decisions.decisions`) tie (as many *yes* as *no*, at
   least one each: the strict majority gives no reference) or, with the setting
   ``disputes = "disagreements"``, disagree at all (at least one *yes* and one *no*);
-* ``conflict``: a VIF-Bench conflict label whose verifiers tie (the undecided labels of
+* ``conflict``: a conflict label ("VIF-Bench: Evaluating Visual Instruction Following in
+  Multi-Reference Image Generation", Sec. 3.2, Appendix C.4) whose verifiers tie (the
+  undecided labels of
   :func:`annotation.results.conflicts.undecided_labels`; ties only, whatever the setting:
   a majority label is already the verified label);
-* ``tree``: a TRACE-Bench operator instance whose reviewers (of submitted trees) give no
+* ``tree``: an operator instance of a diagnostic tree ("TRACE-Bench: Decomposing and
+  Diagnosing Multi-Reference Image Generation", Sec. 4.4, Appendix C.3: humans identify
+  the node at which each failure originates) whose reviewers (of submitted trees) give no
   strict majority origin or, with ``disagreements``, name different origins.
 
 What an answer is: the decision (``yes`` / ``no``; ``conflict`` / ``no_conflict``; an origin
