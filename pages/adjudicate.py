@@ -20,6 +20,11 @@ store = open_store(st.session_state)
 settings = ad.get_settings(store)
 
 if user.role == "admin":
+    counts = ad.queue_progress(store)
+    st.caption("Disputes: " + (" · ".join(
+        f"{ad.KIND_TITLES[k].lower()}: {counts.get(f'{k}_decided', 0)} of "
+        f"{counts[f'{k}_disputes']} decided" for k in ad.KINDS
+        if f"{k}_disputes" in counts) or "none"))
     with st.expander("Adjudication settings"), st.form("adjudication-settings"):
         mode = st.radio("Which decisions go to adjudication", ad.DISPUTE_MODES,
                         index=ad.DISPUTE_MODES.index(settings.disputes), horizontal=True,

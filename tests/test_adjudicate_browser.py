@@ -1,6 +1,7 @@
 """The Adjudicate page in a real browser against ``judge-audit serve`` (issue #16, item 3):
 with the names hidden (the default) no annotator's name reaches the adjudicator's browser,
-in any websocket frame or DOM attribute; the decision made there is stored with its note."""
+in any websocket frame or DOM attribute; the decisions made there (the second with the
+keyboard only) are stored with their notes."""
 
 from __future__ import annotations
 
@@ -74,6 +75,24 @@ def test_no_annotator_name_reaches_the_adjudicators_browser(tmp_path: Path,
 
             wait_until(page, decided, "the decision in the database", timeout=60)
             wait_until(page, lambda: idle(page), "the next dispute", timeout=60)
+            page.get_by_text("Your progress: 1 of 3").wait_for(timeout=60_000)
+            body += page.inner_text("body")
+            dom += page.evaluate(DOM_ATTRIBUTES_JS)
+            # the next one with the keyboard only, once the caret is in the decision
+            # (one focus, as the sign-in helper does): arrow down to the second option
+            # (Yes is first, No second), Tab to the note, type, Enter
+            page.locator("input[type='radio']").first.focus()
+            page.keyboard.press("ArrowDown")
+            page.keyboard.press("Tab")
+            page.keyboard.type("keyboard only: no")
+            page.keyboard.press("Enter")
+
+            def two() -> bool:
+                with Store.open(db) as store:
+                    return len(decision_rows.decisions_df(store)) == 2
+
+            wait_until(page, two, "the keyboard decision in the database", timeout=60)
+            wait_until(page, lambda: idle(page), "the third dispute", timeout=60)
             body += page.inner_text("body")
             dom += page.evaluate(DOM_ATTRIBUTES_JS)
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -94,5 +113,5 @@ def test_no_annotator_name_reaches_the_adjudicators_browser(tmp_path: Path,
         assert [f for f in frames if name in f] == [], name
     with Store.open(db) as store:
         rows = decision_rows.decisions_df(store)
-    assert rows[["decision", "note", "decided_by"]].values.tolist() == [
-        ["no", "checked the image: no", "judy"]]
+    assert sorted(rows[["decision", "note", "decided_by"]].values.tolist()) == [
+        ["no", "checked the image: no", "judy"], ["no", "keyboard only: no", "judy"]]

@@ -381,6 +381,7 @@ def test_an_admin_sets_names_shown(ties, monkeypatch):
     at = signed_in("adjudicate.py", "boss", "admin", db=ties)
     at.run()
     assert not at.exception
+    assert at.caption[0].value == "Disputes: checklist question: 0 of 3 decided"
     at.toggle[0].set_value(True)
     next(b for b in at.button if b.label == "Save settings").click()
     at.run()
