@@ -463,3 +463,16 @@ def test_the_decision_write_checks_the_role_in_its_transaction(ties, role, allow
                 ad.set_settings(store, "who", show_names=True)
         store.guard = None
         assert decision_rows.decisions_df(store).decided_by.tolist() == ["who"]
+
+
+def test_a_tie_resolved_on_the_conflict_labels_page_leaves_the_queue(conflict_tie):
+    from annotation.work.verification import resolve_label
+
+    db, task, kind = conflict_tie
+    with Store.open(db) as store:
+        assert ad.queue_units(store) == [ad.unit_id("conflict", task, kind)]
+        resolve_label(store, task, kind, False, "decided by the admin", actor="boss")
+        assert ad.queue_units(store) == []
+        assert ad.ROUTER.next(store, "adj") is None
+        item = ad.load_item(store, ad.unit_id("conflict", task, kind))
+        assert item.decision == ("no_conflict", "decided by the admin")
