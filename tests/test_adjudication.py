@@ -476,3 +476,16 @@ def test_a_tie_resolved_on_the_conflict_labels_page_leaves_the_queue(conflict_ti
         assert ad.ROUTER.next(store, "adj") is None
         item = ad.load_item(store, ad.unit_id("conflict", task, kind))
         assert item.decision == ("no_conflict", "decided by the admin")
+
+
+def test_an_item_still_being_answered_is_no_dispute(ties):
+    from annotation.work import workflow
+
+    delta = OUTPUT["o4"]  # q2: both annotators said yes
+    with Store.open(ties) as store:
+        before = ad.checklist_disputes(store, "disagreements")
+        assert (delta, "q2") not in before
+        workflow.give_answer(store, "ann_d", delta, question_id="q2", answer="no")
+        assert ad.checklist_disputes(store, "disagreements") == before  # work in progress
+        workflow.submit(store, "ann_d", delta)
+        assert (delta, "q2") in ad.checklist_disputes(store, "disagreements")

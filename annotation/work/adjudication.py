@@ -4,9 +4,10 @@ Annotation platforms settle what their annotators leave disputed by an adjudicat
 sees every answer and decides (Label Studio's and Prodigy's review step; Potato's
 adjudication). Here a unit is one **disputed decision** of the study:
 
-* ``checklist``: an (output, question) whose human decisions (gated as every table scores
-  them, :func:`annotation.results.decisions.decisions`) tie (as many *yes* as *no*, at
-  least one each: the strict majority gives no reference) or, with the setting
+* ``checklist``: an (output, question) whose human decisions (on submitted items, gated as
+  every table scores them, :func:`annotation.results.decisions.decisions`) tie (as many
+  *yes* as *no*, at least one each: the strict majority gives no reference) or, with the
+  setting
   ``disputes = "disagreements"``, disagree at all (at least one *yes* and one *no*);
 * ``conflict``: a conflict label ("VIF-Bench: Evaluating Visual Instruction Following in
   Multi-Reference Image Generation", Sec. 3.2, Appendix C.4) whose verifiers tie (the
@@ -124,14 +125,20 @@ def origin_dispute(origins: list[str], mode: str) -> bool:
 
 
 def human_checklist_decisions(store: Store) -> pd.DataFrame:
-    """The annotators' gated decisions on the study's outputs (every current answer, as
-    :func:`annotation.results.study.load_study` reads them; tree nodes left out)."""
+    """The annotators' gated decisions on the study's outputs: the current answers of the
+    items each annotator submitted (imported answers count as submitted; an item still
+    being answered is work in progress, not a dispute yet), tree nodes left out."""
     from annotation.results.decisions import decisions
     from annotation.trace.trees import node_output_ids
 
     answers = store.annotations_df()
+    submitted = queues.reader(store, "annotate").submissions_df()
+    done = set(zip(submitted.person, submitted.unit, strict=True))
     answers = answers[answers.question_id.notna()
-                      & ~answers.output_id.isin(node_output_ids(store))]
+                      & ~answers.output_id.isin(node_output_ids(store))
+                      & pd.Series([(a, o) in done for a, o in zip(
+                          answers.annotator, answers.output_id, strict=True)],
+                          index=answers.index, dtype=bool)]
     questions = store.questions_df()[["question_id", "checklist_id", "pass_answer",
                                       "depends_on"]].copy()
     questions["depends_on"] = questions["depends_on"].map(json.loads)
