@@ -81,10 +81,15 @@ def test_no_annotator_name_reaches_the_adjudicators_browser(tmp_path: Path,
             # the next one with the keyboard only, once the caret is in the decision
             # (one focus, as the sign-in helper does): arrow down to the second option
             # (Yes is first, No second), Tab to the note, type, Enter
+            checked = page.locator("input[type='radio']:checked")
+            wait_until(page, lambda: checked.count() == 0 and idle(page),
+                       "a fresh decision form", timeout=60)
             page.locator("input[type='radio']").first.focus()
             page.keyboard.press("ArrowDown")
+            wait_until(page, lambda: checked.count() == 1, "the choice")
             page.keyboard.press("Tab")
             page.keyboard.type("keyboard only: no")
+            wait_until(page, lambda: note.input_value() == "keyboard only: no", "the note")
             page.keyboard.press("Enter")
 
             def two() -> bool:
