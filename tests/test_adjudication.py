@@ -489,3 +489,18 @@ def test_an_item_still_being_answered_is_no_dispute(ties):
         assert ad.checklist_disputes(store, "disagreements") == before  # work in progress
         workflow.submit(store, "ann_d", delta)
         assert (delta, "q2") in ad.checklist_disputes(store, "disagreements")
+
+
+def test_the_report_command_writes_the_adjudicated_rows(ties, tmp_path):
+    from annotation.cli.main import main
+
+    with Store.open(ties) as store:
+        _decide_all(store)
+    out = tmp_path / "report"
+    assert main(["report", "--db", str(ties), "--out", str(out), "--bootstrap", "50",
+                 "--quiet"]) == 0
+    table = pd.read_csv(out / "checklist.csv")
+    rows = table[(table.group == "all") & table.reference.str.startswith("human majority")]
+    assert rows[["reference", "n_decisions"]].values.tolist() == [
+        ["human majority", 9], ["human majority (adjudicated)", 12]]
+    assert rows.agreement.tolist() == pytest.approx([7 / 9, 9 / 12])
