@@ -51,6 +51,7 @@ annotate = [
     st.Page("pages/conflicts.py", title="Verify conflict labels", icon=":material/rule:"),
     st.Page("pages/trees.py", title="Review diagnostic trees", icon=":material/account_tree:"),
 ]
+adjudicate = st.Page("pages/adjudicate.py", title="Adjudicate", icon=":material/gavel:")
 if user is None:
     menu: dict[str, list] = {}
 elif user.role == "admin":
@@ -61,7 +62,7 @@ elif user.role == "admin":
             st.Page("pages/assignment.py", title="Assignment & progress",
                     icon=":material/group:"),
         ],
-        "Annotate": annotate,
+        "Annotate": [*annotate, adjudicate],
         "Analyze": [
             st.Page("pages/analytics.py", title="Judge validation", icon=":material/monitoring:"),
             st.Page("pages/conflict_results.py", title="Conflict labels",
@@ -70,6 +71,8 @@ elif user.role == "admin":
                     icon=":material/account_tree:"),
         ],
     }
+elif user.role == "adjudicator":  # settles disputed answers; no admin pages
+    menu = {"Adjudicate": [adjudicate]}
 else:
     menu = {"Annotate": annotate}
 

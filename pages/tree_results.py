@@ -30,6 +30,7 @@ TITLES = {
     "tree_problems": "Trees left out",
     "false_passes": "False passes: the judge passed, a reviewer failed",
     "passed_instances": "Judge-passed instances and their reviews",
+    "adjudicated_localization": "Consensus localization (with adjudicated origins)",
 }
 CAPTIONS = {
     "auto_vs_human": "Automatic against human localization of each failing instance "
@@ -55,6 +56,11 @@ CAPTIONS = {
                     "judge failures reviewers called 'not a failure'.",
     "passed_instances": "Every instance the judge passes at the root: not reviewed, agreed "
                         "(every reviewer: not a failure) or human failed.",
+    "adjudicated_localization": "Per reviewed instance: the reviewers' origins, the strict "
+                                "majority, the adjudicator's origin where reviewers "
+                                "disagreed (Adjudicate page) and the consensus (adjudicated, "
+                                "else the majority) against the automatic origin. The "
+                                "agreement tables above stay on the raw reviews.",
 }
 
 
@@ -166,7 +172,8 @@ with figures[1]:
     chart(res.figure11_chart(tables["figure11"]), "figure11-chart")
 
 for name in ("table3", "table3_long", "figure11", "failure_reasons",
-             "automatic_localization", "reviews", "passed_instances"):
+             "automatic_localization", "reviews", "passed_instances",
+             "adjudicated_localization"):
     show(name, tables[name])
 if not tables["tree_problems"].empty:
     show("tree_problems", tables["tree_problems"])

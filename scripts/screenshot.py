@@ -25,7 +25,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 PAGES = {"login": None, "overview": "Overview", "assignment": "Assignment & progress",
          "annotate": "Annotate outputs", "conflicts": "Verify conflict labels",
          "trees": "Review diagnostic trees", "analytics": "Judge validation",
-         "conflict_results": "Conflict labels", "tree_results": "Tree localization"}
+         "conflict_results": "Conflict labels", "tree_results": "Tree localization",
+         "adjudicate": "Adjudicate"}
 
 
 def free_port() -> int:

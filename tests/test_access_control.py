@@ -47,6 +47,8 @@ from tests.test_hostile_input import rendered_strings
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 ADMIN_ONLY = "This page is for admins only."
+#: pages that adjudicators may open too (issue #16): refused to annotators with this
+ADJUDICATION_PAGES = {"pages/adjudicate.py": "This page is for adjudicators and admins only."}
 
 
 def admin_pages() -> list[str]:
@@ -166,9 +168,9 @@ def page_as(page: str, name: str, role: str) -> AppTest:
 
 
 # ------------------------------------------------------------------ admin pages
-def assert_refused(at: AppTest) -> None:
+def assert_refused(at: AppTest, page: str | None = None) -> None:
     assert not at.exception
-    assert [e.value for e in at.error] == [ADMIN_ONLY]
+    assert [e.value for e in at.error] == [ADJUDICATION_PAGES.get(page or "", ADMIN_ONLY)]
     assert elements(at) == ["Error"], elements(at)  # nothing else: no table, no figure
     assert not at.dataframe and not at.metric and not at.title
 
@@ -177,11 +179,17 @@ def assert_refused(at: AppTest) -> None:
 @pytest.mark.parametrize("page", ADMIN_PAGES)
 def test_an_annotator_opening_an_admin_page_is_refused(project, page):
     at = page_as(page, "ann-a", "annotator").run()
-    assert_refused(at)
+    assert_refused(at, page)
     # the same page as an admin shows its content: the refusal above is the role's doing
     admin = page_as(page, "boss", "admin").run()
     assert ADMIN_ONLY not in [e.value for e in admin.error]
     assert len(elements(admin)) > 1
+
+
+@pytest.mark.parametrize("page", [p for p in ADMIN_PAGES if p not in ADJUDICATION_PAGES])
+def test_an_adjudicator_opening_an_admin_page_is_refused(project, page):
+    at = page_as(page, "judy", "adjudicator").run()
+    assert_refused(at)
 
 
 @pytest.mark.parametrize("page", ADMIN_PAGES)
@@ -219,7 +227,7 @@ def test_an_annotator_asking_for_an_admin_url_is_refused(project, page):
     assert hasattr(at, "_page_hash")  # AppTest's request field (no public way to set a URL)
     at._page_hash = calc_hash(Path(page).stem)
     at.run()
-    assert_refused(at)
+    assert_refused(at, page)
     # the same request from an admin opens the page
     admin = page_as(APP, "boss", "admin").run()
     admin._page_hash = calc_hash(Path(page).stem)

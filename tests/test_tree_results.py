@@ -381,7 +381,8 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     assert not at.exception
     assert at.title[0].value == "Tree localization"
     # per reviewer + eight result tables + the false passes and the judge-passed instances
-    assert len(at.dataframe) == 11
+    # + the consensus (adjudicated) localization (issue #16)
+    assert len(at.dataframe) == 12
     assert len(at.get("plotly_chart")) == 2  # Table 3 and Figure 11
     assert at.metric[0].value == "50.0%"
     assert at.metric[3].value == "1"

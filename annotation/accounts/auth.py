@@ -43,7 +43,9 @@ from annotation.store import accounts as accounts_store
 from annotation.store.accounts import AccountRow, AccountRows
 from annotation.timestamps import parse_utc, utc_iso
 
-ROLES = ("annotator", "admin")
+ROLES = ("annotator", "adjudicator", "admin")
+#: the roles that may decide disputed answers (issue #16: the adjudication queue)
+ADJUDICATING = ("adjudicator", "admin")
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024
 #: zxcvbn score a password needs (0-4; 3: "safely unguessable", over 10^8 guesses)
@@ -188,7 +190,8 @@ def check_name(name: str) -> str:
 
 
 def check_role(role: str) -> str:
-    """Return ``role`` if it is ``annotator`` or ``admin``, else raise :class:`AccountError`."""
+    """Return ``role`` if it is one of :data:`ROLES` (``annotator``, ``adjudicator``,
+    ``admin``), else raise :class:`AccountError`."""
     if role not in ROLES:
         raise AccountError(f"invalid role {role!r}: use one of {', '.join(ROLES)}")
     return role

@@ -203,15 +203,16 @@ def stale(last_seen: str, now: datetime | None = None) -> bool:
 
 # ------------------------------------------------------------------ the check
 def check(rows: AccountRows, token: str | None, *, user: str | None = None,
-          role: str | None = None, now: datetime | None = None,
+          role: str | tuple[str, ...] | None = None, now: datetime | None = None,
           touch: bool = True) -> SessionInfo:
     """The session of ``token``, if it may act now; else raise :class:`SignedOut`.
 
     Call it inside the write's transaction (``rows`` from
     :func:`annotation.store.accounts.writing`; :func:`annotation.store.accounts.reading`
     for a look outside one). ``user``: the write is made under this name
-    (it must be the session's). ``role``: the write needs this role (``admin``; None: any
-    role). ``touch`` moves ``last_seen`` to now (at most every :data:`TOUCH_EVERY`).
+    (it must be the session's). ``role``: the write needs this role (``admin``), or one
+    of these roles (``("adjudicator", "admin")``); None: any role. ``touch`` moves
+    ``last_seen`` to now (at most every :data:`TOUCH_EVERY`).
     """
     if not token:
         raise SignedOut("no_session")
@@ -229,7 +230,8 @@ def check(rows: AccountRows, token: str | None, *, user: str | None = None,
         raise SignedOut("revoked")
     if not session_valid(row.created_at, row.last_seen, moment):
         raise SignedOut("expired")
-    if role is not None and row.account_role != role:
+    if role is not None and row.account_role not in ((role,) if isinstance(role, str)
+                                                     else role):
         raise SignedOut("forbidden")
     if user is not None and user != row.user:
         raise SignedOut("other_user")

@@ -6,10 +6,10 @@
     judge-audit serve [--db DB] [--port P] [--host H]
     judge-audit check --db DB [--json]
     judge-audit info --db DB [--json]
-    judge-audit user add NAME --role annotator|admin [--email E] --db DB
+    judge-audit user add NAME --role annotator|adjudicator|admin [--email E] --db DB
     judge-audit user list --db DB [--json]
     judge-audit user disable|enable NAME --db DB
-    judge-audit user role NAME --role annotator|admin --db DB
+    judge-audit user role NAME --role annotator|adjudicator|admin --db DB
     judge-audit user passwd NAME --db DB
     judge-audit variants --db DB --level dense|medium|sparse --out DIR [--per-count N]
 
@@ -428,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
         u = users.add_parser(name, help=text)
         u.add_argument("name")
         u.add_argument("--db", required=True)
-    u = users.add_parser("role", help="make an account annotator or admin")
+    u = users.add_parser("role", help="make an account annotator, adjudicator or admin")
     u.add_argument("name")
     u.add_argument("--role", required=True, choices=auth.ROLES)
     u.add_argument("--db", required=True)

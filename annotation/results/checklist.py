@@ -11,6 +11,12 @@ judges, ``ensemble (majority of VLM judges)``) the judge's decisions are compare
 
 * ``human majority``: the strict majority of the annotators' decisions (ties and
   ``cant_tell`` give no reference; pooled over decisions, as TRACE-Bench's Agreement);
+* ``human majority (adjudicated)`` (only when an adjudicator decided a disputed decision,
+  :mod:`annotation.work.adjudication`): the human majority with every adjudicated decision
+  in its place (a tie gets the decision; with the setting ``disagreements`` a decided
+  split too); added rows, the ``human majority`` rows stay as they were. Agreement among
+  the annotators (``reliability.csv``, ``annotators.csv``, the leave-one-out rows) is
+  always on their raw answers;
 * ``leave-one-out majority``: for every annotator and decision, the majority of the
   *other* annotators; the judge is compared with exactly the references the human
   baseline ``human (leave-one-out)`` (each annotator against the others' majority) is
@@ -55,6 +61,8 @@ from annotation.stats.comparison import adjust_pvalues
 ENSEMBLE = "ensemble (majority of VLM judges)"
 HUMAN_LOO = "human (leave-one-out)"
 HUMAN_MAJORITY = "human majority"
+#: the human majority with the adjudicators' decisions in place (issue #16): added rows
+HUMAN_MAJORITY_ADJUDICATED = "human majority (adjudicated)"
 LOO_MAJORITY = "leave-one-out majority"
 EXPECTED = "expected answer"
 COLUMNS = ["judge", "group", "reference", "n_decisions", "agreement", "agreement_lo",
@@ -139,6 +147,18 @@ def study_decisions(study: StudyData, unanswered: Unanswered = "omit") -> StudyD
                           majority=majority.dropna().to_frame(), loo=loo)
 
 
+def adjudicated_majority(d: StudyDecisions, study: StudyData) -> pd.Series | None:
+    """The human majority by decision key with the adjudicated decisions in place (ties
+    filled, decided splits replaced); None when nothing was adjudicated."""
+    adjudicated = getattr(study, "adjudicated", None)
+    if adjudicated is None or adjudicated.empty:
+        return None
+    decided = _keyed(adjudicated).set_index("key").answer
+    majority = d.majority.answer
+    kept = majority[~majority.index.isin(decided.index)]
+    return pd.concat([kept, decided]).sort_index()
+
+
 def _output_of(keys: pd.Index | pd.Series) -> np.ndarray:
     """The output id of each decision key (``output_id + SEP + question_id``)."""
     if not len(keys):
@@ -177,6 +197,9 @@ def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool
     references: dict[str, pd.Series] = {}
     if len(d.majority):
         references[HUMAN_MAJORITY] = d.majority.answer
+    adjudicated = adjudicated_majority(d, study)
+    if adjudicated is not None:
+        references[HUMAN_MAJORITY_ADJUDICATED] = adjudicated
     if per_annotator:
         for annotator, mine in d.human.groupby("annotator", sort=True):
             references[f"annotator:{annotator}"] = mine.set_index("key").answer

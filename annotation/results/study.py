@@ -72,6 +72,10 @@ class StudyData:
         columns=["output_id", "judge", "criterion", "score"]))
     variant_answers: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["output_id", "judge", "question_id", "answer"]))
+    #: the adjudicators' current decisions on disputed checklist decisions (issue #16):
+    #: output_id, question_id, answer (``yes`` / ``no``)
+    adjudicated: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["output_id", "question_id", "answer"]))
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -222,4 +226,14 @@ def load_study(store: Store) -> StudyData:
         variant_outputs=variant_outputs,
         variant_scores=variant_scores.reset_index(drop=True),
         variant_answers=variant_answers.reset_index(drop=True),
+        adjudicated=_adjudicated(store),
     )
+
+
+def _adjudicated(store: Store) -> pd.DataFrame:
+    """The current checklist decisions of the adjudication queue (see StudyData)."""
+    from annotation.store.adjudications import decisions_df
+
+    rows = decisions_df(store, kind="checklist")
+    return pd.DataFrame({"output_id": rows["item"], "question_id": rows["target"],
+                         "answer": rows["decision"]}).reset_index(drop=True)

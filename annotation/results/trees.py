@@ -65,6 +65,7 @@ from annotation.results.trace_cases import case_table, write_cases
 from annotation.stats.agreement import cohen_kappa, contingency_table, wilson_interval
 from annotation.stats.reliability import krippendorff_alpha
 from annotation.store import Store
+from annotation.store import adjudications as adjudication_rows
 from annotation.store import project as project_rows
 from annotation.store import trees as tree_rows
 from annotation.trace.formula import FormulaError
@@ -123,7 +124,13 @@ NO_AUTOMATIC = "no automatic result"  # no such instance (or no judge, a broken 
 #: The report's tables, in the order of the page and the CSV files.
 TABLES = ("auto_vs_human", "human_agreement", "table3", "table3_long", "figure11",
           "failure_reasons", "automatic_localization", "reviews", "reviewer_progress",
-          "tree_problems", "false_passes", "passed_instances", "cases")
+          "tree_problems", "false_passes", "passed_instances", "cases",
+          # added by the adjudication queue (issue #16)
+          "adjudicated_localization")
+ADJUDICATED_COLUMNS = ["output_id", "task_id", "instance", "operator", "target",
+                       "n_reviewers", "origins", "majority_origin", "adjudicated_origin",
+                       "adjudicated_by", "adjudication_note", "consensus_origin",
+                       "auto_origin", "status", "agree_node"]
 
 
 # ------------------------------------------------------------------------ loading
@@ -484,6 +491,57 @@ def human_agreement(pairs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# ------------------------------------------------------------------------ adjudicated
+def _strict_majority(values: list[str]) -> str | None:
+    """The value more than half of ``values`` name, else None."""
+    for value in sorted(set(values)):
+        if values.count(value) * 2 > len(values):
+            return value
+    return None
+
+
+def adjudicated_localization(pairs: pd.DataFrame, decisions: pd.DataFrame) -> pd.DataFrame:
+    """One row per reviewed instance of a root output (the unit of "TRACE-Bench:
+    Decomposing and Diagnosing Multi-Reference Image Generation", Appendix C.3): the
+    reviewers' origins (raw: every current review, ``origins`` as ``;``-joined sorted
+    values), the strict-majority origin (None on a tie), the adjudicator's origin where
+    one decided (``decisions``: current tree rows of
+    :func:`annotation.store.adjudications.decisions_df`), and ``consensus_origin``: the
+    adjudicated origin where there is one, else the majority. ``agree_node``: the consensus
+    origin equals the automatic one (compared instances with a consensus only). The
+    reviewer agreement tables (``human_agreement``) and ``auto_vs_human`` stay on the raw
+    reviews."""
+    pairs = pairs if not pairs.empty else pd.DataFrame(columns=PAIR_COLUMNS)
+    decided = {(str(r.item), str(r.target)): r for r in decisions.itertuples(index=False)} \
+        if len(decisions) else {}
+    rows = []
+    for (output_id, instance), g in pairs.groupby(["output_id", "instance"], sort=True):
+        origins = [str(o) for o in g["origin"]]
+        majority = _strict_majority(origins)
+        adj = decided.get((str(output_id), str(instance)))
+        consensus = str(adj.decision) if adj is not None else majority
+        first = g.iloc[0]
+        compared = first["status"] == COMPARED
+        rows.append({
+            "output_id": output_id, "task_id": first["task_id"], "instance": instance,
+            "operator": first["operator"], "target": first["target"],
+            "n_reviewers": int(g["reviewer"].nunique()), "origins": "; ".join(sorted(origins)),
+            "majority_origin": majority,
+            "adjudicated_origin": None if adj is None else str(adj.decision),
+            "adjudicated_by": None if adj is None else str(adj.decided_by),
+            "adjudication_note": None if adj is None else str(adj.note),
+            "consensus_origin": consensus, "auto_origin": first["auto_origin"],
+            "status": first["status"],
+            "agree_node": (consensus == first["auto_origin"])
+            if compared and consensus is not None else None,
+        })
+    table = pd.DataFrame(rows, columns=ADJUDICATED_COLUMNS)
+    for c in ("majority_origin", "adjudicated_origin", "adjudicated_by",
+              "adjudication_note", "consensus_origin", "agree_node"):
+        table[c] = table[c].astype(object).where(table[c].notna(), None)
+    return table
+
+
 # ------------------------------------------------------------------------ reasons
 def failure_reasons(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per operator and Overall, how often reviewers gave each failure reason (every
@@ -615,6 +673,7 @@ def data_stamp(store: Store) -> tuple[Any, ...]:
     judgments, every tree review row (history included), submissions, the settings."""
     return (
         *tree_rows.review_data_counts(store),
+        len(adjudication_rows.decisions_df(store, history=True, kind="tree")),
         json.dumps(get_settings(store).__dict__, sort_keys=True),
     )
 
@@ -649,6 +708,8 @@ def _tables(store: Store, automatic: pd.DataFrame, problems: pd.DataFrame,
         "false_passes": false_passes(automatic, pairs),
         "passed_instances": passed_instances(automatic, pairs),
         "cases": case_table(automatic, pairs),
+        "adjudicated_localization": adjudicated_localization(
+            pairs, adjudication_rows.decisions_df(store, kind="tree")),
     }
 
 

@@ -210,7 +210,7 @@ class Store:
         return self.schema_version()
 
     @contextmanager
-    def transaction(self, *, user: str | None = None, role: str | None = None,
+    def transaction(self, *, user: str | None = None, role: str | tuple[str, ...] | None = None,
                     public: bool = False) -> Iterator[sqlite3.Connection]:
         """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception.
 

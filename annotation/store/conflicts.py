@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from annotation.store import answers, now_iso
+from annotation.store.adjudications import ROLES as ADJUDICATING
 from annotation.vif.conflicts import CONFLICT_KEYS
 
 if TYPE_CHECKING:
@@ -103,14 +104,15 @@ def resolve(store: Store, task_id: str, conflict: str, label: bool, note: str, *
             actor: str) -> int:
     """Record ``actor``'s decision that ``task_id`` has (``label`` True) or has not the
     ``conflict``, with a ``note`` saying why (required); it supersedes an earlier decision
-    on the same label. Returns the new row id. ``ValueError`` for an unknown task or
+    on the same label (an admin's or an adjudicator's: the session's role is checked in
+    the write's transaction). Returns the new row id. ``ValueError`` for an unknown task or
     conflict type or an empty note."""
     if conflict not in CONFLICT_KEYS:
         raise ValueError(f"conflict must be one of {', '.join(CONFLICT_KEYS)}, not "
                          f"{conflict!r}")
     if not note or not note.strip():
         raise ValueError("a decision needs a note saying why (it stays in the history)")
-    with store.transaction(user=actor, role="admin") as conn:
+    with store.transaction(user=actor, role=ADJUDICATING) as conn:
         if conn.execute("SELECT 1 FROM tasks WHERE task_id = ?", [task_id]).fetchone() is None:
             raise ValueError(f"no task {task_id!r}")
         old = conn.execute("SELECT resolution_id FROM current_conflict_resolutions"

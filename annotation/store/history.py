@@ -24,6 +24,13 @@
   (``resolution`` / ``resolution.change``: an admin's decision on a tied or undecided
   conflict label; item = task, ``question_id`` = conflict type, ``note`` = why). Their row
   ids and the row they supersede are in ``detail``.
+* ``adjudications`` (schema 10, issue #16): ``adjudication`` / ``adjudication.change``, an
+  adjudicator's decision on a disputed checklist decision (item = output, ``question_id``
+  = question, ``answer`` = yes / no) or tree localization (item = root output,
+  ``question_id`` = operator instance, ``answer`` = the origin), with ``note``; ``detail``
+  has the kind, row id and the row superseded. A conflict tie decided in the adjudication
+  queue is a ``resolution`` (it is written to ``conflict_resolutions``); every decision
+  of the queue is also an ``adjudicate.submit`` audit event.
 
 Columns: ``at`` (UTC ISO 8601 as stored), ``who``, ``event``, ``annotator`` (the
 annotator or account the event is about), ``item`` (output id), ``question_id``,
@@ -46,7 +53,7 @@ COLUMNS = [
     "note", "annotation_id", "supersedes", "previous_answer", "previous_score",
     "previous_note", "source", "subject", "event_id", "import_id", "detail",
 ]
-ITEM_ACTIONS = ("item.", "verify.submit", "tree.submit")
+ITEM_ACTIONS = ("item.", "verify.submit", "tree.submit", "adjudicate.submit")
 ACCOUNT_ACTIONS = ("user.", "login.")
 
 
@@ -73,6 +80,9 @@ def _audit(store: Store) -> pd.DataFrame:
     about_item = df["event"].str.startswith(ITEM_ACTIONS)
     about_account = df["event"].str.startswith(ACCOUNT_ACTIONS)
     df["item"] = df["subject"].where(about_item)
+    adjudicated = df["event"] == "adjudicate.submit"  # subject: the queue's unit (JSON)
+    df.loc[adjudicated, "item"] = [d.get("item") if isinstance(d, dict) else None
+                                   for d in details[adjudicated]]
     df["annotator"] = df["who"].where(about_item, df["subject"].where(about_account))
     df["question_id"] = [d.get("question_id") if isinstance(d, dict) else None
                          for d in details]
@@ -126,7 +136,13 @@ def _verification(store: Store) -> list[pd.DataFrame]:
         " supersedes AS supersedes_id, json_object('resolution_id', resolution_id,"
         " 'supersedes', supersedes) AS detail FROM conflict_resolutions"
         " ORDER BY resolution_id")
-    return [_changes(readings, "reading", "prelabel_readings"),
+    adjudications = store.query_df(
+        "SELECT created_at AS at, decided_by AS who, item, target AS question_id,"
+        " decision AS answer, note, supersedes AS supersedes_id, json_object('kind', kind,"
+        " 'adjudication_id', adjudication_id, 'supersedes', supersedes) AS detail"
+        " FROM adjudications ORDER BY adjudication_id")
+    return [_changes(adjudications, "adjudication", "adjudications"),
+            _changes(readings, "reading", "prelabel_readings"),
             _changes(verdicts, "verdict", "conflict_verdicts"),
             _changes(reviews, "tree_review", "tree_reviews"),
             _changes(resolutions, "resolution", "conflict_resolutions")]

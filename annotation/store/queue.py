@@ -224,7 +224,7 @@ class Queue:
 
 @contextmanager
 def writing(store: Store, kind: str, *, user: str | None,
-            role: str | None = None) -> Iterator[Queue]:
+            role: str | tuple[str, ...] | None = None) -> Iterator[Queue]:
     """One write transaction (``BEGIN IMMEDIATE``, with the store's session check) on
     ``kind``'s queue."""
     with store.transaction(user=user, role=role) as conn:

@@ -547,6 +547,59 @@ MIGRATIONS.append("""
             AND s.attribute = r.attribute);
 """ + append_only_sql("prelabel_readings", "reading_id", "prelabel readings"))
 
+# 9 -> 10 (issue #16, item 3: adjudication): the role ``adjudicator`` (``users`` and
+# ``sessions`` rebuilt with the wider role check; sessions are copied aside first so that no
+# foreign key points at a dropped table) and ``adjudications``: the decisions on disputed
+# checklist answers and tree localizations, append-only. A conflict-label decision is not
+# kept here: it stays in ``conflict_resolutions`` (one source of truth for conflict ties).
+MIGRATIONS.append("""
+    CREATE TABLE sessions_keep AS SELECT * FROM sessions;
+    DROP TABLE sessions;
+    CREATE TABLE users_new (
+        name TEXT PRIMARY KEY,
+        role TEXT NOT NULL CHECK (role IN ('annotator', 'adjudicator', 'admin')),
+        password_hash TEXT,
+        email TEXT,
+        disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+        created_at TEXT NOT NULL
+    );
+    INSERT INTO users_new (name, role, password_hash, email, disabled, created_at)
+        SELECT name, role, password_hash, email, disabled, created_at FROM users;
+    DROP TABLE users;
+    ALTER TABLE users_new RENAME TO users;
+    CREATE TABLE sessions (
+        session_id INTEGER PRIMARY KEY,
+        token_hash TEXT UNIQUE,
+        handoff_hash TEXT UNIQUE,
+        handoff_expires_at TEXT,
+        user TEXT NOT NULL REFERENCES users(name),
+        role TEXT NOT NULL CHECK (role IN ('annotator', 'adjudicator', 'admin')),
+        created_at TEXT NOT NULL,
+        last_seen TEXT NOT NULL,
+        revoked_at TEXT,
+        user_agent TEXT,
+        CHECK (token_hash IS NOT NULL OR handoff_hash IS NOT NULL OR revoked_at IS NOT NULL)
+    );
+    INSERT INTO sessions (session_id, token_hash, handoff_hash, handoff_expires_at, user,
+        role, created_at, last_seen, revoked_at, user_agent)
+        SELECT session_id, token_hash, handoff_hash, handoff_expires_at, user, role,
+        created_at, last_seen, revoked_at, user_agent FROM sessions_keep ORDER BY session_id;
+    DROP TABLE sessions_keep;
+    CREATE INDEX sessions_user ON sessions(user, revoked_at);
+    CREATE TABLE adjudications (
+        adjudication_id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('checklist', 'tree')),
+        item TEXT NOT NULL REFERENCES outputs(output_id),
+        target TEXT NOT NULL,
+        decision TEXT NOT NULL CHECK (length(decision) > 0),
+        note TEXT NOT NULL CHECK (length(trim(note)) > 0),
+        decided_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES adjudications(adjudication_id)
+    );
+    CREATE INDEX adjudications_key ON adjudications(kind, item, target);
+""" + append_only_sql("adjudications", "adjudication_id", "adjudications"))
+
 SCHEMA_VERSION = len(MIGRATIONS)
 #: the store runs VACUUM once after migrating past this version (migration 6 drops tables)
 VACUUM_AFTER = 6

@@ -56,8 +56,9 @@ def safe_markdown(text: str) -> str:
     return _MARKUP_IN_MARKDOWN.sub(r"\\\1", _unlink(text))
 
 
-def require(role: str | None = None) -> User:
-    """The signed-in user; stop the page unless signed in (and, if given, in ``role``).
+def require(role: str | tuple[str, ...] | None = None) -> User:
+    """The signed-in user; stop the page unless signed in (and, if given, in ``role`` or
+    one of the roles ``role`` names).
 
     Resolved from the session the request presents, on every run: the page's and each
     rerun of a fragment (which then reruns the whole app to the sign-in page).
@@ -75,8 +76,10 @@ def require(role: str | None = None) -> User:
             st.warning(message)
         st.error("Please sign in.")
         st.stop()
-    if role is not None and user.role != role:
-        st.error("This page is for admins only.")
+    roles = (role,) if isinstance(role, str) else role
+    if roles is not None and user.role not in roles:
+        st.error("This page is for admins only." if roles == ("admin",) else
+                 f"This page is for {' and '.join(r + 's' for r in roles)} only.")
         st.stop()
     return user
 

@@ -1,9 +1,10 @@
 """The one workflow engine: a router and a controller base that every workflow uses.
 
-A workflow (annotate outputs, verify conflict labels, review diagnostic trees, ...) is one
-module that gives a :class:`Router` its :class:`Kind`: what a unit is (the eligible units),
-which answer kinds mark a unit as started, and its settings; its controller subclasses
-:class:`Controller` and says what an answer is and when a unit is complete. Everything
+A workflow (annotate outputs, verify conflict labels, review diagnostic trees, adjudicate
+disputed decisions) is one module that gives a :class:`Router` its :class:`Kind`: what a
+unit is (the eligible units), which answer kinds mark a unit as started, and its
+settings; its controller subclasses :class:`Controller` and says what an answer is and
+when a unit is complete. Everything
 stored goes through :mod:`annotation.store.queue` and :mod:`annotation.store.answers`.
 
 **Routing** (in the spirit of Label Studio's and Prodigy's task routing with overlap):
