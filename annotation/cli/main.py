@@ -444,6 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
     from annotation.cli import validation as validation_cli
 
     validation_cli.add_parser(sub)  # judge-audit validation-set --db DB
+
+    from annotation.cli import gold as gold_cli
+
+    gold_cli.add_parser(sub)  # judge-audit gold import | list | reset --db DB
     return parser
 
 

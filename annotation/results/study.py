@@ -19,7 +19,11 @@ Everything the statistics need, in the shapes :mod:`annotation.stats` takes:
 Unparsed judge answers and superseded human answers are left out; missing outputs have no
 answers. Diagnostic-tree node outputs (``meta.node`` other than the root, see
 :mod:`annotation.trace.trees`) are not items of the study: their answers and judgments are left
-out (they feed the tree localization instead). Pure reading: no statistics here.
+out (they feed the tree localization instead). Nor are gold items (outputs with known
+answers, :mod:`annotation.work.gold`): they are chosen, not sampled, so every annotator's
+answers on them are left out of ``human_scores``/``human_answers`` and kept as
+``gold_records`` (accuracy against the gold answers); the gold answers themselves are never
+human answers. Pure reading: no statistics here.
 """
 
 from __future__ import annotations
@@ -58,6 +62,13 @@ class StudyData:
         columns=["output_id", "question_id"]))
     #: how the annotation sample was drawn (:func:`annotation.store.items.sample_design`)
     design: dict[str, Any] = field(default_factory=lambda: {"mode": "none"})
+    #: per annotator and gold item submitted: gold answers compared and correct
+    #: (:func:`annotation.work.gold.records`); gold items are not in the answers above
+    gold_records: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["annotator", "output_id", "compared", "correct"]))
+    #: per annotator and submitted item: the speed flags (:func:`annotation.work.gold.speed_flags`)
+    speed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["annotator", "output_id", "active_seconds", "fast_own", "fast_floor"]))
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -139,11 +150,22 @@ def _with_features(store: Store, outputs: pd.DataFrame) -> pd.DataFrame:
 
 def load_study(store: Store) -> StudyData:
     """Read every current answer and judgment of the project (see the module docstring)."""
+    from annotation.store import gold as gold_rows
     from annotation.trace.trees import node_output_ids
+    from annotation.work import gold, workflow
 
     nodes = node_output_ids(store)
     annotations = store.annotations_df()
     annotations = annotations[~annotations.output_id.isin(nodes)]
+    # gold items are chosen, not sampled: their answers are a test of the annotators,
+    # never part of a judge-vs-human or agreement statistic
+    gold_items = set(gold_rows.gold_outputs(store))
+    annotations = annotations[~annotations.output_id.isin(gold_items)]
+    tolerance = workflow.get_settings(store).gold_tolerance
+    gold_records = pd.DataFrame(
+        [{"annotator": a, **r} for a in gold_rows.annotation_people(store)
+         for r in gold.records(store, a, tolerance)] if gold_items else [],
+        columns=["annotator", "output_id", "compared", "correct"])
     judgments = store.judgments_df()
     judgments = judgments[(judgments.parse_status == "ok") & ~judgments.output_id.isin(nodes)]
     human_scores = annotations.loc[annotations.criterion.notna(),
@@ -176,4 +198,6 @@ def load_study(store: Store) -> StudyData:
         times=times[~times.output_id.isin(nodes)].reset_index(drop=True),
         validation=items.validation_pairs(store),
         design=items.sample_design(store),
+        gold_records=gold_records,
+        speed=workflow.speed_flags_df(store),
     )
