@@ -335,3 +335,49 @@ def test_schema_has_the_gold_table(tmp_path):
         assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'gold_answers'"
                             ).fetchone()
     assert Path(db).exists()
+
+
+# ------------------------------------------------------------------------ the command
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str):
+    """The real ``judge-audit`` in a subprocess (this worktree's code)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "annotation.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+
+
+def test_cli_gold_import_list_and_reset(tmp_path, make_demo_db):
+    db = make_demo_db(tmp_path / "demo.db")
+    with Store.open(db) as store:
+        o = some_outputs(store, 1)[0]
+        q = load_item(store, o).questions[0].question_id
+    good = tmp_path / "gold.csv"
+    good.write_text(f"output_id,question_id,criterion,answer,score,note\n{o},{q},,no,,seen\n",
+                    encoding="utf-8")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"output_id": o, "scores": {"visual_quality": 5}}) + "\n" +
+                   json.dumps({"output_id": o, "scores": {"visual_quality": 50}}) + "\n",
+                   encoding="utf-8")
+    result = cli("gold", "import", "--db", str(db), str(bad))
+    assert result.returncode == 1
+    assert "bad.jsonl:2: score: 50 is outside visual_quality's scale 1-10" in result.stderr
+    assert "nothing was written" in result.stderr
+    result = cli("gold", "list", "--db", str(db))
+    assert result.returncode == 0 and "no gold answers" in result.stdout
+    result = cli("gold", "import", "--db", str(db), str(good))
+    assert result.returncode == 0, result.stderr
+    assert "1 gold answer(s) written; 1 gold item(s) now" in result.stdout
+    result = cli("gold", "list", "--db", str(db), "--out", str(tmp_path / "g.csv"))
+    assert result.returncode == 0
+    listed = (tmp_path / "g.csv").read_text(encoding="utf-8")
+    assert o in listed and "import:gold.csv" in listed
+    assert cli("gold", "reset", "--db", str(db), "--annotator", "p1").returncode == 0
+    with Store.open(db) as store:
+        assert gold.was_reset(store, "p1")
+    assert cli("gold", "list", "--db", str(tmp_path / "none.db")).returncode == 1
