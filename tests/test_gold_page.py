@@ -160,3 +160,39 @@ def test_a_failed_qualification_is_said_and_no_item_is_offered(fresh_db):
         gold.reset_qualification(store, "admin", PERSON)
     at = page_on(fresh_db, PERSON)
     assert at.session_state["annotate"]["output_id"] not in (None, golden)
+
+
+# ------------------------------------------------------------------------ the admin's page
+def test_admin_marks_gold_from_the_human_majority_and_resets(served_demo):
+    at = signed_in("pages/assignment.py", "admin", role="admin").run()
+    assert not at.exception
+    with Store.open(served_demo) as store:
+        output = store.query_df("SELECT output_id FROM current_annotations GROUP BY output_id"
+                                " HAVING count(DISTINCT annotator) = 3").output_id.iloc[0]
+        majority, mean = gold.human_reference(store, output)
+    pick = next(s for s in at.selectbox if s.label == "Output")
+    pick.set_value(output).run()
+    save = next(b for b in at.button if b.label == "Save as gold")
+    save.click().run()
+    assert not at.exception
+    assert any("gold answer(s) written" in s.value for s in at.success)
+    with Store.open(served_demo) as store:
+        from annotation.store import gold as gold_rows
+
+        rows = gold_rows.gold_df(store)
+        assert set(rows.output_id) == {output}
+        assert set(rows.source) == {"majority"} and set(rows.created_by) == {"admin"}
+        got = {r.question_id: r.answer for r in rows.itertuples() if isinstance(
+            r.question_id, str)}
+        assert got == majority
+        scores = {r.criterion: r.score for r in rows.itertuples() if isinstance(
+            r.criterion, str)}
+        assert scores == pytest.approx(mean)
+    # the gold settings form
+    every = next(n for n in at.number_input if n.label == "One gold item in every")
+    every.set_value(10)
+    next(b for b in at.button if b.label == "Save gold settings").click().run()
+    with Store.open(served_demo) as store:
+        assert workflow.get_settings(store).gold_every == 10
+    table = [d.value for d in at.dataframe]
+    assert any("fast vs own median" in df.columns for df in table)

@@ -408,8 +408,10 @@ def unmark(store: Store, actor: str, output_id: str) -> int:
     """Withdraw every gold answer of ``output_id`` (it is a normal item again)."""
     current = gold_rows.gold_df(store)
     current = current[current.output_id == output_id]
-    rows = [{"output_id": output_id, "question_id": r.question_id or None,
-             "criterion": r.criterion or None} for r in current.itertuples()]
+    rows = [{"output_id": output_id,
+             "question_id": r.question_id if isinstance(r.question_id, str) else None,
+             "criterion": r.criterion if isinstance(r.criterion, str) else None}
+            for r in current.itertuples()]
     return gold_rows.write_rows(store, rows, actor=actor, source="withdrawn")
 
 
@@ -427,3 +429,15 @@ def human_reference(store: Store, output_id: str) -> tuple[dict[str, str], dict[
         if group.score.notna().any():
             scores[str(crit)] = float(group.score.mean())
     return answers, scores
+
+
+def gold_table(store: Store) -> pd.DataFrame:
+    """One row per gold item: output_id, gold answers, scores, sources, who marked it
+    and when (newest row)."""
+    df = gold_rows.gold_df(store)
+    if df.empty:
+        return pd.DataFrame(columns=["output_id", "answers", "scores", "source", "by", "at"])
+    return df.groupby("output_id").agg(
+        answers=("answer", "count"), scores=("score", "count"),
+        source=("source", lambda s: ", ".join(sorted(set(s)))),
+        by=("created_by", "last"), at=("created_at", "max")).reset_index()
