@@ -89,12 +89,12 @@ with st.expander("Gold items, qualification and speed flags"):
                                       help="Gold items before any real item (0: none)")
         qual_pass = cols[3].number_input("Pass share", 0.0, 1.0,
                                          float(settings.qualification_pass), step=0.05)
-        cols = st.columns(3)
-        tolerance = cols[0].number_input("Score tolerance (points)", 0.0, 100.0,
+        row = st.columns(3)
+        tolerance = row[0].number_input("Score tolerance (points)", 0.0, 100.0,
                                          float(settings.gold_tolerance), step=0.5)
-        fast_share = cols[1].number_input("Fast: below this share of own median", 0.0, 1.0,
+        fast_share = row[1].number_input("Fast: below this share of own median", 0.0, 1.0,
                                           float(settings.fast_share), step=0.05)
-        floor = cols[2].number_input("Fast: below seconds per question", 0.0, 600.0,
+        floor = row[2].number_input("Fast: below seconds per question", 0.0, 600.0,
                                      float(settings.fast_floor_seconds), step=0.5)
         if st.form_submit_button("Save gold settings"):
             try:
@@ -129,8 +129,7 @@ with st.expander("Gold items, qualification and speed flags"):
             note = st.text_input("Note (optional)")
             if st.form_submit_button("Save as gold", type="primary"):
                 try:
-                    n = gold.mark(store, user.name, chosen, typed_answers,
-                                  {k: v for k, v in typed_scores.items()},
+                    n = gold.mark(store, user.name, chosen, typed_answers, typed_scores,
                                   source="majority" if start == "human" else "typed",
                                   note=note or None)
                 except gold.GoldFileError as exc:

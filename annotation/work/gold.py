@@ -44,7 +44,7 @@ import hashlib
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -386,8 +386,9 @@ def import_file(store: Store, path: str | Path, actor: str) -> int:
     return gold_rows.write_rows(store, rows, actor=actor, source=f"import:{Path(path).name}")
 
 
-def mark(store: Store, actor: str, output_id: str, answers: dict[str, str],
-         scores: dict[str, float], *, source: str = "typed", note: str | None = None) -> int:
+def mark(store: Store, actor: str, output_id: str, answers: Mapping[str, str | None],
+         scores: Mapping[str, float | None], *, source: str = "typed",
+         note: str | None = None) -> int:
     """Mark ``output_id`` gold with these answers and scores (checked as a file's rows
     would be; an answer or score of None withdraws that gold answer). Returns rows written."""
     rows: list[tuple[str, dict[str, Any]]] = [
