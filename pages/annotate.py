@@ -49,7 +49,7 @@ def gold_feedback() -> None:
                    icon=":material/school:")
         return
     def shown(value: object) -> str:
-        return f"{value:g}" if isinstance(value, float) else str(value).replace("_", " ")
+        return f"{value:.3g}" if isinstance(value, float) else str(value).replace("_", " ")
 
     lines = [f"- {inert(str(d['text']))}: you gave **{inert(shown(d['given']))}**, the "
              f"known answer is **{inert(shown(d['gold']))}**" for d in differed]

@@ -71,7 +71,8 @@ with (st.expander("Validation set: questions balanced yes / no (TIIF-Bench)"),
                 st.success(f"{len(drawn)} questions over {drawn.output_id.nunique()} outputs; "
                            "those outputs are now the sample.")
 
-with st.expander("Gold items, qualification and speed flags"):
+with st.expander("Gold items, qualification and speed flags",
+                 expanded=workflow.gold_in_use(store)):
     st.caption("Gold items are outputs with known answers, mixed into every annotator's "
                "queue without being shown as such; they are kept out of every judge-vs-human "
                "and agreement table (see docs/gold.md). Import many with "

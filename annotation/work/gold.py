@@ -34,7 +34,8 @@ table (gold items are chosen, not sampled: :func:`annotation.results.study.load_
 **Speed flags** (:func:`speed_flags`): a submitted item whose active time is below
 ``fast_share`` (1/3) of the annotator's own median item time, or below
 ``fast_floor_seconds`` per answer target (question or criterion), is flagged; computed
-from the stored active time, never stored.
+from the stored active time, never stored (items without a recorded time, e.g. imported
+answers, are not flagged).
 """
 
 from __future__ import annotations

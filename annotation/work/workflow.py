@@ -400,7 +400,7 @@ def speed_flags_df(store: Store) -> pd.DataFrame:
     times = q.visit_seconds_df().rename(columns={"person": "annotator", "unit": "output_id"})
     times = subs[["annotator", "output_id"]].merge(times, how="left",
                                                    on=["annotator", "output_id"])
-    times = times.fillna({"active_seconds": 0.0})
+    times = times[times.active_seconds.notna()]  # no time recorded (imported): no flag
     return gold.speed_flags(times, gold_rows.target_counts(store), settings.fast_share,
                             settings.fast_floor_seconds)
 
