@@ -329,13 +329,30 @@ def test_speed_flags_against_own_median_and_floor():
     assert list(flagged.fast_floor) == [False, False, False, True, True]
 
 
-def test_schema_has_the_gold_table(tmp_path):
-    db = tmp_path / "x.db"
-    Store.open(db).close()
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'gold_answers'"
-                            ).fetchone()
-    assert Path(db).exists()
+def test_a_database_of_the_previous_schema_migrates(tmp_path, monkeypatch, example_bundle):
+    from annotation.formats.importers import import_path
+    from annotation.store import schema
+
+    index = next(i for i, m in enumerate(schema.MIGRATIONS) if "TABLE gold_answers" in m)
+    path = tmp_path / "old.db"
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:index])
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", index)
+    with Store.open(path) as old:
+        import_path(old, example_bundle)
+        before = old.conn.execute("SELECT count(*) FROM annotations").fetchone()[0]
+        assert old.schema_version() == index
+    monkeypatch.undo()
+    with Store.open(path) as new:
+        assert new.schema_version() == schema.SCHEMA_VERSION > index
+        assert new.conn.execute("SELECT count(*) FROM annotations").fetchone()[0] == before
+        out = new.query_df("SELECT output_id FROM outputs WHERE sha256 IS NOT NULL"
+                           ).output_id.iloc[0]
+        crit = new.criteria_df().iloc[0]
+        assert gold.mark(new, "admin", out, {}, {crit["name"]: float(crit["max"])}) == 1
+        assert gold_rows.gold_outputs(new) == [out]
+        with pytest.raises(sqlite3.IntegrityError):
+            new.conn.execute("DELETE FROM gold_answers")
+    assert Path(path).exists()
 
 
 # ------------------------------------------------------------------------ the command
@@ -382,3 +399,18 @@ def test_cli_gold_import_list_and_reset(tmp_path, make_demo_db):
     with Store.open(db) as store:
         assert gold.was_reset(store, "p1")
     assert cli("gold", "list", "--db", str(tmp_path / "none.db")).returncode == 1
+
+
+def test_changing_answers_after_the_feedback_does_not_change_the_record(demo):
+    gold_id = some_outputs(demo, 1)[0]
+    mark_gold(demo, gold_id, answer="yes", score=8.0)
+    workflow.set_settings(demo, "admin", qualification_items=1, gold_feedback="training",
+                          qualification_pass=0.0)
+    assert workflow.next_item(demo, PERSON) == gold_id
+    answer_all(demo, PERSON, gold_id, answer="yes", score=2.0)
+    before = gold.records(demo, PERSON, 1.0)
+    item = load_item(demo, gold_id)
+    for c in item.criteria:  # back to the item, scores fixed after seeing the feedback
+        workflow.give_answer(demo, PERSON, gold_id, criterion=c.name, score=8.0)
+    assert gold.records(demo, PERSON, 1.0) == before
+    assert before[0]["compared"] - before[0]["correct"] == len(item.criteria)

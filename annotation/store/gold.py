@@ -94,14 +94,25 @@ def write_rows(store: Store, rows: Iterable[Mapping[str, Any]], *, actor: str,
         return write(conn, rows, actor=actor, source=source)
 
 
-def person_answers(store: Store, person: str,
-                   output_id: str) -> tuple[dict[str, str], dict[str, float]]:
-    """``person``'s current checklist answers and scores of ``output_id``."""
+def person_answers(store: Store, person: str, output_id: str,
+                   at: str | None = None) -> tuple[dict[str, str], dict[str, float]]:
+    """``person``'s current checklist answers and scores of ``output_id`` or, with ``at``
+    (ISO UTC), those that were current then (a later change, e.g. after seeing the
+    training feedback, does not count)."""
     answers: dict[str, str] = {}
     scores: dict[str, float] = {}
-    for qid, crit, answer, score in store.conn.execute(
-            "SELECT question_id, criterion, answer, score FROM current_annotations"
-            " WHERE annotator = ? AND output_id = ?", [person, output_id]):
+    if at is None:
+        sql = ("SELECT question_id, criterion, answer, score FROM current_annotations"
+               " WHERE annotator = ? AND output_id = ?")
+        params: list[Any] = [person, output_id]
+    else:
+        sql = ("SELECT question_id, criterion, answer, score FROM annotations a"
+               " WHERE annotator = ? AND output_id = ? AND annotation_id = ("
+               "SELECT MAX(b.annotation_id) FROM annotations b WHERE b.annotator ="
+               " a.annotator AND b.output_id = a.output_id AND b.question_id IS"
+               " a.question_id AND b.criterion IS a.criterion AND b.created_at <= ?)")
+        params = [person, output_id, at]
+    for qid, crit, answer, score in store.conn.execute(sql, params):
         if qid:
             answers[qid] = answer
         elif score is not None:

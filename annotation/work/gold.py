@@ -23,7 +23,9 @@ ground truth, Potato's and Prodigy's quality-control items; the practice is olde
 Correct means: the same checklist answer (``cant_tell`` against a yes/no gold answer is
 wrong), or a score within ``gold_tolerance`` of the gold score; a gold question the
 annotator did not answer (gated off) is not compared. Only submissions made after the
-output was first marked gold count (answers given to it as a real item are not a test).
+output was first marked gold count (answers given to it as a real item are not a test), and
+an item is judged on the answers it had when submitted (a change made afterwards, e.g.
+after the training feedback, does not count).
 
 Nothing the browser receives tells a gold item from another: the item, its answer panel,
 its widget keys and images are built the same way, and the progress counts gold items
@@ -220,14 +222,16 @@ def item_feedback(store: Store, person: str, output_id: str,
 
 def records(store: Store, person: str, tolerance: float) -> list[dict[str, Any]]:
     """``person``'s submitted gold items, in submission order (only those submitted after
-    the output was first marked gold): output_id, compared, correct."""
+    the output was first marked gold): output_id, compared, correct, judged on the answers
+    as they were at the submission (going back to change them afterwards, e.g. after the
+    training feedback, does not change the record)."""
     gold = _gold_by_output(store)
     marked = gold_rows.first_marked(store)
     out = []
     for unit, at in gold_rows.submissions(store, person):
         if unit not in gold or at < marked.get(unit, ""):
             continue
-        diff = compare(gold[unit], *_mine(store, person, unit), tolerance)
+        diff = compare(gold[unit], *_mine(store, person, unit, at), tolerance)
         out.append({"output_id": unit, "compared": len(diff),
                     "correct": sum(d["correct"] for d in diff)})
     return out
