@@ -31,7 +31,7 @@ from tests.helpers.tree_fixture import write_tree_bundle
 from tests.test_hostile_input import _formula_cells, write_hostile_bundle
 
 #: CLI commands that write CSV files, and those that write none (checked below).
-WRITES_CSV = {"report", "conflicts", "trees", "history", "tree"}
+WRITES_CSV = {"report", "conflicts", "trees", "history", "tree", "gold"}
 NO_CSV = {"import", "export", "demo", "serve", "info", "user", "backup", "restore", "check"}
 EVIL = ['=HYPERLINK("http://evil.example","x")', "@SUM(1+1)", "-evil", "\t=2+3", "\r=1+1",
         "+cmd"]
@@ -232,3 +232,18 @@ def test_the_page_downloads_use_the_same_writer():
 
     data = csv_bytes(pd.DataFrame({"@who": ["-evil", "\t=1", "-0.5"], "n": [-1.5, 2, 3]}))
     assert data.decode().splitlines() == ["'@who,n", "'-evil,-1.5", "'\t=1,2.0", "-0.5,3.0"]
+
+
+def test_gold_list_neutralizes_formulas(hostile_db, tmp_path):
+    """``judge-audit gold list --out``: a note typed like a formula is written as text."""
+    from annotation.work import gold
+
+    with Store.open(hostile_db) as store:
+        output = store.query_df("SELECT output_id FROM outputs WHERE sha256 IS NOT NULL"
+                                ).output_id.iloc[0]
+        crit = store.criteria_df().iloc[0]
+        gold.mark(store, EVIL[2], output, {}, {crit["name"]: float(crit["min"])},
+                  note=EVIL[0])
+    out = tmp_path / "gold.csv"
+    assert main(["gold", "list", "--db", str(hostile_db), "--out", str(out)]) == 0
+    assert_neutral([out], [EVIL[0], EVIL[2]])

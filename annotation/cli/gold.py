@@ -59,13 +59,13 @@ def _missing(db: str) -> bool:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from annotation.cli.main import _cli_actor
+    from annotation.cli.main import cli_actor
 
     if _missing(args.db):
         return 1
     with Store.open(args.db) as store:
         try:
-            written = gold.import_file(store, args.file, _cli_actor())
+            written = gold.import_file(store, args.file, cli_actor())
         except gold.GoldFileError as exc:
             for problem in exc.problems:
                 print(problem, file=sys.stderr)
@@ -93,11 +93,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    from annotation.cli.main import _cli_actor
+    from annotation.cli.main import cli_actor
 
     if _missing(args.db):
         return 1
     with Store.open(args.db) as store:
-        gold.reset_qualification(store, _cli_actor(), args.annotator, args.note)
+        gold.reset_qualification(store, cli_actor(), args.annotator, args.note)
     print(f"{args.annotator}: qualification reset (admitted to real items)")
     return 0

@@ -263,6 +263,10 @@ def _cli_actor() -> str:
         return "cli"
 
 
+#: who runs a command, for the audit log (the public name for the subcommand modules)
+cli_actor = _cli_actor
+
+
 def _read_password() -> str:
     """The new password: asked twice on a terminal, else the first line of stdin."""
     if sys.stdin is not None and sys.stdin.isatty():
