@@ -414,3 +414,25 @@ def test_changing_answers_after_the_feedback_does_not_change_the_record(demo):
         workflow.give_answer(demo, PERSON, gold_id, criterion=c.name, score=8.0)
     assert gold.records(demo, PERSON, 1.0) == before
     assert before[0]["compared"] - before[0]["correct"] == len(item.criteria)
+
+
+def test_a_real_item_opened_before_the_qualification_was_asked_is_refused(demo):
+    from annotation.work.engine import ItemTaken
+
+    gold_ids = some_outputs(demo, 2)
+    for o in gold_ids:
+        mark_gold(demo, o)
+    workflow.set_settings(demo, "admin", overlap=10)
+    real = workflow.next_item(demo, PERSON)
+    assert real not in gold_ids
+    question = load_item(demo, real).questions[0].question_id
+    workflow.give_answer(demo, PERSON, real, question_id=question, answer="yes", slot=True)
+    workflow.set_settings(demo, "admin", qualification_items=1)
+    with pytest.raises(ItemTaken, match="qualification"):
+        workflow.give_answer(demo, PERSON, real, question_id=question, answer="no", slot=True)
+    with pytest.raises(ItemTaken, match="qualification"):
+        workflow.submit(demo, PERSON, real, slot=True)
+    assert workflow.next_item(demo, PERSON) in gold_ids  # the qualification comes first
+    answer_all(demo, PERSON, workflow.next_item(demo, PERSON))
+    assert workflow.qualification(demo, PERSON).state == "passed"
+    workflow.give_answer(demo, PERSON, real, question_id=question, answer="no", slot=True)

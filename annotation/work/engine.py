@@ -299,6 +299,20 @@ class Router(Generic[S]):
             return real
         return gold.unseen[0] if gold.due and gold.unseen else real
 
+    def _gate(self, store: Store, q: queues.Queue, person: str, unit: str,
+              settings: Any) -> None:
+        """The qualification gate of a write (inside its transaction): a real unit the
+        person has not submitted may not be answered while their qualification is pending
+        or failed (e.g. a tab opened before the admin asked for one); :class:`ItemTaken`."""
+        if not self.kind.gold or int(getattr(settings, "qualification_items", 0)) <= 0:
+            return
+        if q.is_gold(unit) or q.is_submitted(person, unit):
+            return
+        if not self.gold_state(store, person, settings).qualification.admits:
+            raise ItemTaken("Real items wait until you have passed the qualification: "
+                            "nothing was saved, and the page now shows the item that is "
+                            "yours.")
+
     def claim(self, q: queues.Queue, person: str, unit: str, settings: Any,
               now: datetime) -> None:
         """Make sure ``person`` may still answer or submit ``unit`` now (inside ``q``'s
@@ -340,6 +354,7 @@ class Router(Generic[S]):
         settings: Any = self.settings(store)
         with queues.writing(store, self.kind.name, user=person) as q:
             if slot or (slot is None and store.guard is not None):
+                self._gate(store, q, person, unit, settings)
                 self.claim(q, person, unit, settings, moment)
             else:
                 q.renew(person, unit,
@@ -357,7 +372,9 @@ class Router(Generic[S]):
         signed-in person."""
         with queues.writing(store, self.kind.name, user=person) as q:
             if slot or (slot is None and store.guard is not None):
-                self.claim(q, person, unit, self.settings(store), _now(now))
+                settings = self.settings(store)
+                self._gate(store, q, person, unit, settings)
+                self.claim(q, person, unit, settings, _now(now))
             q.submit(person, unit)
             q.audit(person, self.kind.submit_action, unit)
 
