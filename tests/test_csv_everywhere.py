@@ -31,7 +31,7 @@ from tests.helpers.tree_fixture import write_tree_bundle
 from tests.test_hostile_input import _formula_cells, write_hostile_bundle
 
 #: CLI commands that write CSV files, and those that write none (checked below).
-WRITES_CSV = {"report", "conflicts", "trees", "history", "tree", "gold"}
+WRITES_CSV = {"report", "conflicts", "trees", "history", "tree", "gold", "validation-set"}
 NO_CSV = {"import", "export", "demo", "serve", "info", "user", "backup", "restore", "check"}
 EVIL = ['=HYPERLINK("http://evil.example","x")', "@SUM(1+1)", "-evil", "\t=2+3", "\r=1+1",
         "+cmd"]
