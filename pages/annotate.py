@@ -37,8 +37,39 @@ if guidelines and not session.state.get("guidelines_seen"):
         st.stop()
     session.state["guidelines_seen"] = True
 
+def gold_feedback() -> None:
+    """Training mode: after a gold item, which answers differed from the known ones."""
+    feedback = session.state.pop("feedback", None)
+    if not feedback:
+        return
+    differed = feedback["differed"]
+    if not differed:
+        st.success(f"Check item (task {inert(feedback['task'])}): all "
+                   f"{feedback['compared']} of your answers matched the known answers.",
+                   icon=":material/school:")
+        return
+    def shown(value: object) -> str:
+        return f"{value:.3g}" if isinstance(value, float) else str(value).replace("_", " ")
+
+    lines = [f"- {inert(str(d['text']))}: you gave **{inert(shown(d['given']))}**, the "
+             f"known answer is **{inert(shown(d['gold']))}**" for d in differed]
+    st.info(f"Check item (task {inert(feedback['task'])}): {len(differed)} of "
+            f"{feedback['compared']} answers differed from the known answers.\n\n"
+            + "\n".join(lines), icon=":material/school:")
+
+
 if session.output_id is None:
     done, total = session.progress()
+    gold_feedback()
+    qualification = workflow.qualification(store, user.name)
+    if qualification.state == "failed":
+        st.title("Qualification not passed")
+        st.error(f"{qualification.share:.0%} of your answers on the {qualification.done} "
+                 "qualification items matched the known answers; "
+                 f"{workflow.get_settings(store).qualification_pass:.0%} are needed. No "
+                 "further items are offered to you until an admin resets your "
+                 "qualification: please contact them.", icon=":material/block:")
+        st.stop()
     st.title("All done")
     st.success(f"You have submitted {done} item(s); nothing is waiting for you right now.")
     if st.button("Review my previous item", shortcut="B", icon=":material/undo:"):
@@ -50,6 +81,8 @@ item = session.item
 done, total = session.progress()
 if notice := session.state.pop("notice", None):  # a stale tab was refused: say why
     st.warning(notice, icon=":material/sync_problem:")
+gold_feedback()
+qualification = workflow.qualification(store, user.name)
 
 # ------------------------------------------------------------------ header
 head, bar = st.columns([3, 2], vertical_alignment="bottom")
@@ -61,9 +94,13 @@ with head:
 with bar:
     st.progress(min(done / total, 1.0) if total else 1.0,
                 text=f"Your progress: {done} of {total} items")
-    everyone, needed = workflow.overall_progress(store)
-    st.progress(min(everyone / needed, 1.0) if needed else 1.0,
-                text=f"All annotators: {everyone} of {needed} annotations")
+    if qualification.state == "pending":
+        st.caption(f"Qualification: item {qualification.done + 1} of {qualification.needed}"
+                   " (real items follow once you pass)")
+    elif not workflow.gold_in_use(store):  # it would not move after a gold item
+        everyone, needed = workflow.overall_progress(store)
+        st.progress(min(everyone / needed, 1.0) if needed else 1.0,
+                    text=f"All annotators: {everyone} of {needed} annotations")
 if guidelines:
     with st.sidebar.expander("Guidelines", icon=":material/menu_book:"):
         st.markdown(safe_markdown(guidelines))

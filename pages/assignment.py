@@ -1,4 +1,5 @@
-"""Admin: overlap, sample, progress per annotator and generator, flags, accounts."""
+"""Admin: overlap, sample, gold items and qualification, progress per annotator (with gold
+accuracy and speed flags) and generator, flags, accounts."""
 
 import streamlit as st
 
@@ -6,7 +7,7 @@ from annotation.accounts import auth
 from annotation.store import items
 from annotation.ui.app_state import open_store
 from annotation.ui.widgets import require
-from annotation.work import sampling, validation_set, workflow
+from annotation.work import gold, sampling, validation_set, workflow
 
 user = require("admin")
 store = open_store(st.session_state)
@@ -89,6 +90,96 @@ with (st.expander("Validation set: questions balanced yes / no (TIIF-Bench)"),
             else:
                 st.success(f"{len(drawn)} questions over {drawn.output_id.nunique()} outputs; "
                            "those outputs are now the sample.")
+
+with st.expander("Gold items, qualification and speed flags",
+                 expanded=workflow.gold_in_use(store)):
+    st.caption("Gold items are outputs with known answers, mixed into every annotator's "
+               "queue without being shown as such; they are kept out of every judge-vs-human "
+               "and agreement table (see docs/gold.md). Import many with "
+               "`judge-audit gold import --db DB FILE`.")
+    with st.form("gold_settings"):
+        cols = st.columns(4)
+        every = cols[0].number_input("One gold item in every", 0, 1000, settings.gold_every,
+                                     help="0: no gold items mixed in; at least 2 otherwise")
+        feedback = cols[1].radio("Feedback", gold.FEEDBACK_MODES,
+                                 index=gold.FEEDBACK_MODES.index(settings.gold_feedback),
+                                 format_func={"test": "Test (silent)",
+                                              "training": "Training (show differences)"}.get)
+        qual_n = cols[2].number_input("Qualification items", 0, 1000,
+                                      settings.qualification_items,
+                                      help="Gold items before any real item (0: none)")
+        qual_pass = cols[3].number_input("Pass share", 0.0, 1.0,
+                                         float(settings.qualification_pass), step=0.05)
+        row = st.columns(3)
+        tolerance = row[0].number_input("Score tolerance (points)", 0.0, 100.0,
+                                         float(settings.gold_tolerance), step=0.5)
+        fast_share = row[1].number_input("Fast: below this share of own median", 0.0, 1.0,
+                                          float(settings.fast_share), step=0.05)
+        floor = row[2].number_input("Fast: below seconds per question", 0.0, 600.0,
+                                     float(settings.fast_floor_seconds), step=0.5)
+        if st.form_submit_button("Save gold settings"):
+            try:
+                workflow.set_settings(
+                    store, user.name, gold_every=int(every), gold_feedback=str(feedback),
+                    qualification_items=int(qual_n), qualification_pass=float(qual_pass),
+                    gold_tolerance=float(tolerance), fast_share=float(fast_share),
+                    fast_floor_seconds=float(floor))
+            except ValueError as exc:
+                st.error(str(exc))
+            else:
+                st.rerun()
+
+    st.markdown("**Mark an output as gold**")
+    outputs = list(workflow.annotatable_outputs(store).output_id)
+    chosen = st.selectbox("Output", outputs, index=None, placeholder="Pick an output ...")
+    if chosen is not None:
+        item = workflow.load_item(store, chosen)
+        start = st.radio("Start from", ("human", "blank"), horizontal=True,
+                         format_func={"human": "the current human majority / mean",
+                                      "blank": "nothing (type the answers)"}.get)
+        majority, mean = gold.human_reference(store, chosen) if start == "human" else ({}, {})
+        with st.form("gold_mark"):
+            options = [None, *gold.ANSWERS]
+            typed_answers = {q.question_id: st.selectbox(
+                q.text, options, index=options.index(majority.get(q.question_id)),
+                key=f"gold-q-{chosen}-{q.question_id}-{start}")
+                for q in item.questions}
+            typed_scores = {c.name: st.number_input(
+                c.label, c.min, c.max, value=mean.get(c.name), step=c.step or 0.5,
+                key=f"gold-c-{chosen}-{c.name}-{start}") for c in item.criteria}
+            note = st.text_input("Note (optional)")
+            if st.form_submit_button("Save as gold", type="primary"):
+                try:
+                    n = gold.mark(store, user.name, chosen, typed_answers, typed_scores,
+                                  source="majority" if start == "human" else "typed",
+                                  note=note or None)
+                except gold.GoldFileError as exc:
+                    st.error(str(exc))
+                else:
+                    st.success(f"{n} gold answer(s) written for {chosen}.")
+
+    current = gold.gold_table(store)
+    if current.empty:
+        st.caption("No gold items yet.")
+    else:
+        st.dataframe(current, hide_index=True, width="stretch")
+        withdraw = st.selectbox("Withdraw the gold answers of", list(current.output_id),
+                                index=None, placeholder="Pick a gold item ...")
+        if withdraw is not None and st.button("Withdraw (kept in the history)"):
+            gold.unmark(store, user.name, withdraw)
+            st.rerun()
+
+    st.markdown("**Gold accuracy and qualification**")
+    accuracy = workflow.gold_accuracy_df(store)
+    st.dataframe(accuracy, hide_index=True, width="stretch")
+    failed = list(accuracy[accuracy.qualification == "failed"].annotator)
+    if failed:
+        with st.form("gold_reset"):
+            who = st.selectbox("Failed the qualification", failed)
+            why = st.text_input("Note (kept in the audit log)")
+            if st.form_submit_button("Reset: admit to real items"):
+                gold.reset_qualification(store, user.name, str(who), why or None)
+                st.rerun()
 
 st.subheader("Per annotator", anchor=False)
 st.dataframe(workflow.progress_by_annotator(store), hide_index=True, width="stretch")

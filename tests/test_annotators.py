@@ -102,7 +102,10 @@ def test_columns_in_the_projects_order(simulated) -> None:
     assert list(table.reset_index().columns) == [
         "annotator", "n_items", "n_scores", "n_decisions", "r_sharpness", "n_sharpness",
         "r_adherence", "n_adherence", "n_checklist", "checklist_agreement", "checklist_kappa",
-        "median_active_seconds", "cant_tell_share", "flags", "note"]
+        "median_active_seconds", "cant_tell_share", "flags", "note",
+        # issue #16 item 2, appended (never renamed): gold accuracy and speed flags
+        "n_gold_items", "gold_answers", "gold_correct", "gold_accuracy", "gold_accuracy_low",
+        "gold_accuracy_high", "n_fast_own", "n_fast_floor"]
     assert list(table.index) == sorted(table.index)
 
 

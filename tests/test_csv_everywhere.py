@@ -32,7 +32,7 @@ from tests.test_hostile_input import _formula_cells, write_hostile_bundle
 
 #: CLI commands that write CSV files, and those that write none (checked below).
 WRITES_CSV = {"report", "conflicts", "trees", "history", "tree", "variants",
-              "validation-set"}
+              "validation-set", "gold"}
 NO_CSV = {"import", "export", "demo", "serve", "info", "user", "backup", "restore", "check",
           "sample"}
 EVIL = ['=HYPERLINK("http://evil.example","x")', "@SUM(1+1)", "-evil", "\t=2+3", "\r=1+1",
@@ -266,3 +266,18 @@ def test_variant_tasks_csv(tmp_path):
                  "--quiet"]) == 0
     assert [p.name for p in csv_files(out)] == ["variant_tasks.csv"]
     assert_neutral(csv_files(out), ["'=HYPERLINK", "'-evil~text-dense"])
+
+
+def test_gold_list_neutralizes_formulas(hostile_db, tmp_path):
+    """``judge-audit gold list --out``: a note typed like a formula is written as text."""
+    from annotation.work import gold
+
+    with Store.open(hostile_db) as store:
+        output = store.query_df("SELECT output_id FROM outputs WHERE sha256 IS NOT NULL"
+                                ).output_id.iloc[0]
+        crit = store.criteria_df().iloc[0]
+        gold.mark(store, EVIL[2], output, {}, {crit["name"]: float(crit["min"])},
+                  note=EVIL[0])
+    out = tmp_path / "gold.csv"
+    assert main(["gold", "list", "--db", str(hostile_db), "--out", str(out)]) == 0
+    assert_neutral([out], [EVIL[0], EVIL[2]])

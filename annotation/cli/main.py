@@ -449,6 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
     from annotation.cli import variants as variants_cli
 
     variants_cli.add_parser(sub)  # judge-audit variants --db DB --level L --out DIR
+
+    from annotation.cli import gold as gold_cli
+
+    gold_cli.add_parser(sub)  # judge-audit gold import | list | reset --db DB
     return parser
 
 

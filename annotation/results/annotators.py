@@ -105,7 +105,8 @@ def annotators_table(study: StudyData) -> pd.DataFrame:
     decided = human_decisions(study)
     decided = decided[decided.answer.isin(("yes", "no"))]
     times = study.times
-    names = sorted(pd.unique(pd.concat([scores.annotator, answers.annotator]).dropna()), key=str)
+    names = sorted(pd.unique(pd.concat([scores.annotator, answers.annotator,
+                                        study.gold_records.annotator]).dropna()), key=str)
     rows = []
     for name in names:
         own_scores = scores[scores.annotator == name]
@@ -149,7 +150,7 @@ def annotators_table(study: StudyData) -> pd.DataFrame:
     columns = ["annotator", "n_items", "n_scores", "n_decisions",
                *[f"{p}_{c}" for c in criteria for p in ("r", "n")], "n_checklist",
                "checklist_agreement", "checklist_kappa", "median_active_seconds",
-               "cant_tell_share", "flags", "note"]
+               "cant_tell_share", "flags", "note", *GOLD_COLUMNS]
     if not rows:
         return pd.DataFrame(columns=columns)
     table = pd.DataFrame(rows)
@@ -183,4 +184,37 @@ def annotators_table(study: StudyData) -> pd.DataFrame:
         flags_col.append("; ".join(flags))
         notes_col.append("; ".join([*row["_notes"], *notes]))
     table["flags"], table["note"] = flags_col, notes_col
+    table = table.drop(columns=[c for c in GOLD_COLUMNS if c in table.columns]).merge(
+        gold_columns(study), how="left", on="annotator")
+    for c in ("n_gold_items", "gold_answers", "gold_correct", "n_fast_own", "n_fast_floor"):
+        table[c] = table[c].fillna(0).astype(int)
     return table[columns]
+
+
+#: the columns added by issue #16 item 2, after the older ones (never renamed)
+GOLD_COLUMNS = ("n_gold_items", "gold_answers", "gold_correct", "gold_accuracy",
+                "gold_accuracy_low", "gold_accuracy_high", "n_fast_own", "n_fast_floor")
+
+
+def gold_columns(study: StudyData) -> pd.DataFrame:
+    """Per annotator: gold items submitted (``n_gold_items``), gold answers compared and
+    correct, ``gold_accuracy`` with its 95% Wilson interval (Wilson 1927, "Probable
+    inference, the law of succession, and statistical inference", JASA 22:209: answers
+    pooled over the gold items), and the submitted items flagged fast against the
+    annotator's own median item time (``n_fast_own``) and against the floor per answer
+    target (``n_fast_floor``; :func:`annotation.work.gold.speed_flags`)."""
+    from annotation.work.gold import wilson
+
+    rec = study.gold_records
+    by = rec.groupby("annotator").agg(n_gold_items=("output_id", "nunique"),
+                                      gold_answers=("compared", "sum"),
+                                      gold_correct=("correct", "sum")).reset_index()
+    by["gold_accuracy"] = [k / n if n else np.nan
+                           for k, n in zip(by.gold_correct, by.gold_answers, strict=True)]
+    bounds = [wilson(int(k), int(n)) for k, n in zip(by.gold_correct, by.gold_answers,
+                                                     strict=True)]
+    by["gold_accuracy_low"] = [b[0] for b in bounds]
+    by["gold_accuracy_high"] = [b[1] for b in bounds]
+    speed = study.speed.groupby("annotator").agg(
+        n_fast_own=("fast_own", "sum"), n_fast_floor=("fast_floor", "sum")).reset_index()
+    return by.merge(speed, how="outer", on="annotator")

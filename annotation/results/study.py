@@ -24,7 +24,11 @@ variant (``meta.text_variant``, :mod:`annotation.vif.variants`) are not items ei
 in ``variant_outputs`` (output_id, task_id, generator, variant), their parsed judge
 scores in ``variant_scores`` (output_id, judge, criterion, score) and answers in
 ``variant_answers`` (output_id, judge, question_id, answer), for the VI vs text
-comparison (:mod:`annotation.results.variants`). Pure reading: no statistics here.
+comparison (:mod:`annotation.results.variants`). Nor are gold items (outputs with known
+answers, :mod:`annotation.work.gold`): they are chosen, not sampled, so every annotator's
+answers on them are left out of ``human_scores``/``human_answers`` and kept as
+``gold_records`` (accuracy against the gold answers); the gold answers themselves are never
+human answers. Pure reading: no statistics here.
 """
 
 from __future__ import annotations
@@ -76,6 +80,13 @@ class StudyData:
     #: output_id, question_id, answer (``yes`` / ``no``)
     adjudicated: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["output_id", "question_id", "answer"]))
+    #: per annotator and gold item submitted: gold answers compared and correct
+    #: (:func:`annotation.work.gold.records`); gold items are not in the answers above
+    gold_records: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["annotator", "output_id", "compared", "correct"]))
+    #: per annotator and submitted item: the speed flags (:func:`annotation.work.gold.speed_flags`)
+    speed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["annotator", "output_id", "active_seconds", "fast_own", "fast_floor"]))
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -173,8 +184,10 @@ def output_table(store: Store, exclude: set[str] | None = None) -> pd.DataFrame:
 
 def load_study(store: Store) -> StudyData:
     """Read every current answer and judgment of the project (see the module docstring)."""
+    from annotation.store import gold as gold_rows
     from annotation.trace.trees import node_output_ids
     from annotation.vif.variants import output_variant
+    from annotation.work import gold, workflow
 
     stored_outputs = store.outputs_df()
     variant = stored_outputs["meta"].map(output_variant)
@@ -184,6 +197,15 @@ def load_study(store: Store) -> StudyData:
     not_items = node_output_ids(store) | set(variant_outputs.output_id)
     annotations = store.annotations_df()
     annotations = annotations[~annotations.output_id.isin(not_items)]
+    # gold items are chosen, not sampled: their answers are a test of the annotators,
+    # never part of a judge-vs-human or agreement statistic
+    gold_items = set(gold_rows.gold_outputs(store))
+    annotations = annotations[~annotations.output_id.isin(gold_items)]
+    tolerance = workflow.get_settings(store).gold_tolerance
+    gold_records = pd.DataFrame(
+        [{"annotator": a, **r} for a in gold_rows.annotation_people(store)
+         for r in gold.records(store, a, tolerance)] if gold_items else [],
+        columns=["annotator", "output_id", "compared", "correct"])
     all_judgments = store.judgments_df()
     judgments = all_judgments[(all_judgments.parse_status == "ok")
                               & ~all_judgments.output_id.isin(not_items)]
@@ -221,12 +243,14 @@ def load_study(store: Store) -> StudyData:
         times=times[~times.output_id.isin(not_items)].reset_index(drop=True),
         validation=items.validation_pairs(store),
         design=items.sample_design(store),
-        offered=frozenset(items.sample_ids(store)
-                          or set(items.annotatable_outputs(store).output_id)),
+        offered=frozenset(set(items.sample_ids(store)
+                              or items.annotatable_outputs(store).output_id) - gold_items),
         variant_outputs=variant_outputs,
         variant_scores=variant_scores.reset_index(drop=True),
         variant_answers=variant_answers.reset_index(drop=True),
         adjudicated=_adjudicated(store),
+        gold_records=gold_records,
+        speed=workflow.speed_flags_df(store),
     )
 
 

@@ -135,6 +135,12 @@ class Queue:
             "DELETE FROM queue_reservations WHERE kind = ? AND unit = ? AND person = ?",
             [self.kind, unit, person])
 
+    def is_gold(self, unit: str) -> bool:
+        """Whether ``unit`` is a gold item (:mod:`annotation.store.gold`)."""
+        return self._conn.execute(
+            "SELECT 1 FROM current_gold_answers WHERE output_id = ? AND (answer IS NOT NULL"
+            " OR score IS NOT NULL) LIMIT 1", [unit]).fetchone() is not None
+
     # ------------------------------------------------------------ answers
     def started(self, person: str, answer_kinds: Sequence[str], stamp: str) -> list[str]:
         """The units ``person`` started: answered (any of ``answer_kinds``) or holds live

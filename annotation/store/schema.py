@@ -600,6 +600,29 @@ MIGRATIONS.append("""
     CREATE INDEX adjudications_key ON adjudications(kind, item, target);
 """ + append_only_sql("adjudications", "adjudication_id", "adjudications"))
 
+# 10 -> 11: gold items (issue #16, item 2): an admin's known answers of an output (a
+# checklist answer or a criterion score per row), append-only like the human answers; a
+# row with neither answer nor score withdraws the gold answer of its question or
+# criterion. Gold answers are not human answers: they never enter ``annotations``.
+MIGRATIONS.append("""
+    CREATE TABLE gold_answers (
+        gold_id INTEGER PRIMARY KEY,
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        question_id TEXT REFERENCES questions(question_id),
+        criterion TEXT REFERENCES criteria(name),
+        answer TEXT CHECK (answer IN ('yes', 'no', 'cant_tell')),
+        score REAL,
+        source TEXT NOT NULL,
+        note TEXT,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES gold_answers(gold_id),
+        CHECK ((question_id IS NULL) <> (criterion IS NULL))
+    );
+    CREATE INDEX gold_answers_key
+        ON gold_answers(output_id, IFNULL(question_id, ''), IFNULL(criterion, ''));
+""" + append_only_sql("gold_answers", "gold_id", "gold answers"))
+
 SCHEMA_VERSION = len(MIGRATIONS)
 #: the store runs VACUUM once after migrating past this version (migration 6 drops tables)
 VACUUM_AFTER = 6

@@ -49,6 +49,7 @@ from annotation.store import answers as answer_rows
 from annotation.store import queue as queues
 from annotation.store.answers import Delivery
 from annotation.timestamps import parse_utc
+from annotation.work import gold as golds
 from annotation.work import panel
 
 IDLE_CAP_SECONDS = 120.0
@@ -180,12 +181,31 @@ class Kind(Generic[S]):
     #: per unit, how urgently it should be offered (higher first) when the settings say
     #: ``disagreement_first``; None: the kind has no such order
     priority: Callable[[Store], Mapping[str, float]] | None = None
+    #: gold items, qualification and feedback (:mod:`annotation.work.gold`; the settings
+    #: then have ``gold_every``, ``qualification_items``, ``qualification_pass`` and
+    #: ``gold_tolerance``)
+    gold: bool = False
+
+
+@dataclass(frozen=True)
+class GoldState:
+    """What the router knows of one person's gold items (:meth:`Router.gold_state`):
+    the gold units, those the person has not been given yet (in their own order), whether
+    a gold item is due (:func:`annotation.work.gold.gold_due`), the ``sequence`` of the
+    person's items after the qualification (True: gold) and the qualification."""
+
+    units: frozenset[str]
+    unseen: tuple[str, ...]
+    due: bool
+    sequence: tuple[bool, ...]
+    qualification: golds.Qualification
 
 
 class Router(Generic[S]):
     """The one router: overlap, reservations with timeout and renewal, resume on any
     machine, units others started first, a seeded personal order, the stale-tab claim,
-    previous unit and progress, for one :class:`Kind`."""
+    previous unit and progress, for one :class:`Kind`; with gold items (``Kind.gold``)
+    also the gold mix, the qualification gate and the progress counting gold items."""
 
     def __init__(self, kind: Kind[S]):
         self.kind = kind
@@ -232,6 +252,9 @@ class Router(Generic[S]):
         units = self.kind.units(store)
         order = self.ranked(store, units, person, settings)  # reads, outside the write lock
         with queues.writing(store, self.kind.name, user=person) as q:
+            gold = self.gold_state(store, person, settings) if self.kind.gold else None
+            if gold is not None:
+                units = [u for u in units if u not in gold.units]
             submitted = q.submission_counts()
             mine_done = set(q.submitted(person))
             others: dict[str, int] = {}
@@ -239,12 +262,71 @@ class Router(Generic[S]):
                 if who != person:
                     others[unit] = others.get(unit, 0) + 1
             started = q.started(person, self.kind.answers, stamp)
-            choice = choose(units, started, submitted, others, mine_done, settings.overlap,
-                            order)
+            if gold is None:
+                choice = choose(units, started, submitted, others, mine_done,
+                                settings.overlap, order)
+            else:
+                choice = self._choose_gold(gold, units, started, submitted, others,
+                                           mine_done, settings, order)
             if choice is not None:
                 q.reserve(person, choice, stamp,
                           _iso(moment + timedelta(minutes=settings.reservation_minutes)))
         return choice
+
+    # ------------------------------------------------------------ gold items
+    def gold_state(self, store: Store, person: str, settings: Any) -> GoldState:
+        """``person``'s gold items and qualification now (:mod:`annotation.work.gold`)."""
+        units = frozenset(golds.gold_units(store))
+        done = queues.reader(store, self.kind.name).submitted(person)
+        done_set = set(done)
+        unseen = tuple(u for u in personal_order(sorted(units), person, settings.seed,
+                                                 "gold") if u not in done_set)
+        tolerance = float(getattr(settings, "gold_tolerance", 1.0))
+        needed = int(getattr(settings, "qualification_items", 0))
+        recs = golds.records(store, person, tolerance) if needed > 0 else []
+        qual = golds.qualification(
+            [(r["compared"], r["correct"]) for r in recs], needed,
+            float(getattr(settings, "qualification_pass", 0.8)), len(unseen),
+            golds.was_reset(store, person) if needed > 0 else False)
+        skip = {r["output_id"] for r in recs[:needed]}
+        sequence = tuple(u in units for u in done if u not in skip)
+        due = golds.gold_due(sequence, int(getattr(settings, "gold_every", 0)), person,
+                             settings.seed)
+        return GoldState(units, unseen, due, sequence, qual)
+
+    def _choose_gold(self, gold: GoldState, units: list[str], started: list[str],
+                     submitted: dict[str, int], others: dict[str, int], mine_done: set[str],
+                     settings: Any, order: Sequence[str]) -> str | None:
+        """The routing rule with gold items: an unfinished gold item first; during the
+        qualification only gold items, after a failed one nothing; else the real choice
+        (:func:`choose`), or a gold item in its place when one is due and the person is
+        not resuming a started real unit."""
+        for u in started:
+            if u in gold.units and u not in mine_done:
+                return u
+        qual = gold.qualification
+        if qual.state == "pending":
+            return gold.unseen[0] if gold.unseen else None
+        if not qual.admits:
+            return None
+        real = choose(units, started, submitted, others, mine_done, settings.overlap, order)
+        if real is None or real in started:
+            return real
+        return gold.unseen[0] if gold.due and gold.unseen else real
+
+    def _gate(self, store: Store, q: queues.Queue, person: str, unit: str,
+              settings: Any) -> None:
+        """The qualification gate of a write (inside its transaction): a real unit the
+        person has not submitted may not be answered while their qualification is pending
+        or failed (e.g. a tab opened before the admin asked for one); :class:`ItemTaken`."""
+        if not self.kind.gold or int(getattr(settings, "qualification_items", 0)) <= 0:
+            return
+        if q.is_gold(unit) or q.is_submitted(person, unit):
+            return
+        if not self.gold_state(store, person, settings).qualification.admits:
+            raise ItemTaken("Real items wait until you have passed the qualification: "
+                            "nothing was saved, and the page now shows the item that is "
+                            "yours.")
 
     def claim(self, q: queues.Queue, person: str, unit: str, settings: Any,
               now: datetime) -> None:
@@ -265,7 +347,9 @@ class Router(Generic[S]):
             raise ItemTaken("Your reservation of this item had expired before your first "
                             "answer (it may have gone to someone else): nothing was saved, "
                             "and the page now shows the item that is yours.")
-        if q.others_taking(person, unit, stamp) >= settings.overlap:
+        if self.kind.gold and q.is_gold(unit):
+            pass  # every person gets each gold item: no overlap
+        elif q.others_taking(person, unit, stamp) >= settings.overlap:
             raise ItemTaken("This item went to someone else while it was open here (your "
                             "reservation had expired and enough people have it now). Your "
                             "earlier answers are kept; the page now shows the item that is "
@@ -285,6 +369,7 @@ class Router(Generic[S]):
         settings: Any = self.settings(store)
         with queues.writing(store, self.kind.name, user=person) as q:
             if slot or (slot is None and store.guard is not None):
+                self._gate(store, q, person, unit, settings)
                 self.claim(q, person, unit, settings, moment)
             else:
                 q.renew(person, unit,
@@ -302,7 +387,9 @@ class Router(Generic[S]):
         signed-in person."""
         with queues.writing(store, self.kind.name, user=person) as q:
             if slot or (slot is None and store.guard is not None):
-                self.claim(q, person, unit, self.settings(store), _now(now))
+                settings = self.settings(store)
+                self._gate(store, q, person, unit, settings)
+                self.claim(q, person, unit, settings, _now(now))
             q.submit(person, unit)
             q.audit(person, self.kind.submit_action, unit)
 
@@ -333,20 +420,40 @@ class Router(Generic[S]):
         return queues.reader(store, self.kind.name).submission_counts()
 
     def personal_progress(self, store: Store, person: str) -> tuple[int, int]:
-        """(units ``person`` submitted, those + the units still open to them)."""
-        overlap = self.settings(store).overlap  # type: ignore[attr-defined]
+        """(units ``person`` submitted, those + the units still open to them). With gold
+        items both count the gold items too (those given, and those the router will still
+        mix in: :func:`annotation.work.gold.planned_gold`), so that the counts move the
+        same way after a gold item as after any other."""
+        settings: Any = self.settings(store)
+        overlap = settings.overlap
         units = self.kind.units(store)
         q = queues.reader(store, self.kind.name)
         counts = q.submission_counts()
         mine = set(q.submitted(person))
-        done = sum(1 for u in units if u in mine)
-        open_to_me = sum(1 for u in units if u not in mine and counts.get(u, 0) < overlap)
-        return done, done + open_to_me
+        gold = self.gold_state(store, person, settings) if self.kind.gold else None
+        real = [u for u in units if gold is None or u not in gold.units]
+        done = sum(1 for u in real if u in mine)
+        open_to_me = sum(1 for u in real if u not in mine and counts.get(u, 0) < overlap)
+        if gold is None:
+            return done, done + open_to_me
+        qual = gold.qualification
+        done += sum(1 for u in gold.units if u in mine)
+        if qual.state == "pending":
+            return done, done + min(qual.needed - qual.done, len(gold.unseen))
+        if not qual.admits:
+            return done, done
+        planned = golds.planned_gold(gold.sequence, int(getattr(settings, "gold_every", 0)),
+                                     person, settings.seed, open_to_me, len(gold.unseen))
+        return done, done + open_to_me + planned
 
     def overall_progress(self, store: Store) -> tuple[int, int]:
-        """(submissions counted toward overlap, eligible units x overlap)."""
+        """(submissions counted toward overlap, eligible units x overlap); gold items are
+        not counted."""
         overlap = self.settings(store).overlap  # type: ignore[attr-defined]
         units = self.kind.units(store)
+        if self.kind.gold:
+            gold = set(golds.gold_units(store))
+            units = [u for u in units if u not in gold]
         counts = self.submission_counts(store)
         return sum(min(counts.get(u, 0), overlap) for u in units), len(units) * overlap
 

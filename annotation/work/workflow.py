@@ -26,10 +26,11 @@ import pandas as pd
 
 from annotation.store import Store, items
 from annotation.store import answers as answer_rows
+from annotation.store import gold as gold_rows
 from annotation.store import project as project_rows
 from annotation.store import queue as queues
 from annotation.store.answers import Delivery
-from annotation.work import checklist, sampling
+from annotation.work import checklist, gold, sampling
 from annotation.work import panel as panels
 from annotation.work.checklist import QuestionView, Target
 from annotation.work.engine import (
@@ -65,6 +66,28 @@ class Settings:
     #: offer outputs whose judges disagree (with each other, or with the humans so far)
     #: first (:func:`annotation.work.sampling.output_disagreement`)
     disagreement_first: bool = False
+    #: gold items (:mod:`annotation.work.gold`): one in every ``gold_every`` items (0: none)
+    gold_every: int = 0
+    #: ``test`` (silent) or ``training`` (the differences are shown after a gold item)
+    gold_feedback: str = "test"
+    #: gold items before any real item (0: no qualification), and the share correct to pass
+    qualification_items: int = 0
+    qualification_pass: float = 0.8
+    #: a score within this many points of the gold score is correct
+    gold_tolerance: float = 1.0
+    #: speed flags: below this share of the annotator's median item time, or below this
+    #: many seconds per question or criterion
+    fast_share: float = 1 / 3
+    fast_floor_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.gold_feedback not in gold.FEEDBACK_MODES:
+            raise ValueError(f"gold_feedback must be one of {', '.join(gold.FEEDBACK_MODES)}")
+        if self.gold_every < 0 or self.gold_every == 1:
+            raise ValueError("gold_every must be 0 (no gold items) or at least 2")
+        if self.qualification_items < 0 or not 0 <= self.qualification_pass <= 1:
+            raise ValueError("qualification_items must be >= 0 and qualification_pass "
+                             "between 0 and 1")
 
 
 # ------------------------------------------------------------------------ the units
@@ -89,14 +112,14 @@ def _units(store: Store) -> list[str]:
 ROUTER: Router[Settings] = Router(Kind(
     name="annotate", units=_units, answers=("annotation",), settings=Settings, salt=None,
     submit_action="item.submit", settings_action="workflow.settings",
-    priority=lambda store: sampling.output_disagreement(store)))
+    priority=lambda store: sampling.output_disagreement(store), gold=True))
 
 
 def get_settings(store: Store) -> Settings:
     return ROUTER.settings(store)
 
 
-def set_settings(store: Store, actor: str, **changes: int) -> Settings:
+def set_settings(store: Store, actor: str, **changes: Any) -> Settings:
     """Change workflow settings (overlap >= 1, reservation_minutes >= 1); audited."""
     return ROUTER.set_settings(store, actor, **changes)
 
@@ -330,6 +353,52 @@ def overall_progress(store: Store) -> tuple[int, int]:
     return ROUTER.overall_progress(store)
 
 
+def gold_in_use(store: Store) -> bool:
+    """Whether gold items are mixed in or a qualification is asked (the annotate page then
+    shows no count of everyone's submissions, which would not move after a gold item)."""
+    settings = get_settings(store)
+    return settings.gold_every > 0 or settings.qualification_items > 0
+
+
+def qualification(store: Store, annotator: str) -> gold.Qualification:
+    """The annotator's qualification (:func:`annotation.work.gold.qualification`)."""
+    return ROUTER.gold_state(store, annotator, get_settings(store)).qualification
+
+
+def speed_flags_df(store: Store) -> pd.DataFrame:
+    """Per submitted item: annotator, output_id, active_seconds, fast_own, fast_floor
+    (:func:`annotation.work.gold.speed_flags` with the workflow's settings)."""
+    settings = get_settings(store)
+    q = queues.reader(store, "annotate")
+    subs = q.submissions_df().rename(columns={"person": "annotator", "unit": "output_id"})
+    times = q.visit_seconds_df().rename(columns={"person": "annotator", "unit": "output_id"})
+    times = subs[["annotator", "output_id"]].merge(times, how="left",
+                                                   on=["annotator", "output_id"])
+    times = times[times.active_seconds.notna()]  # no time recorded (imported): no flag
+    return gold.speed_flags(times, gold_rows.target_counts(store), settings.fast_share,
+                            settings.fast_floor_seconds)
+
+
+def gold_accuracy_df(store: Store) -> pd.DataFrame:
+    """Per annotator: gold items submitted, gold answers compared and correct, accuracy
+    and its 95% Wilson interval, qualification state."""
+    settings = get_settings(store)
+    rows = []
+    names = gold_rows.annotation_people(store)
+    for name in names:
+        recs = gold.records(store, name, settings.gold_tolerance)
+        n = sum(r["compared"] for r in recs)
+        k = sum(r["correct"] for r in recs)
+        lo, hi = gold.wilson(k, n)
+        rows.append({"annotator": name, "gold_items": len(recs), "gold_answers": n,
+                     "gold_correct": k, "gold_accuracy": k / n if n else float("nan"),
+                     "gold_accuracy_low": lo, "gold_accuracy_high": hi,
+                     "qualification": qualification(store, name).state})
+    return pd.DataFrame(rows, columns=["annotator", "gold_items", "gold_answers",
+                                       "gold_correct", "gold_accuracy", "gold_accuracy_low",
+                                       "gold_accuracy_high", "qualification"])
+
+
 def _count(df: pd.DataFrame, by: str, name: str) -> pd.DataFrame:
     return df.groupby(by).size().rename(name).reset_index()
 
@@ -348,7 +417,19 @@ def progress_by_annotator(store: Store) -> pd.DataFrame:
     for extra in (flags, med):
         table = table.merge(extra, how="left", on="annotator")
     table = table.fillna({"submitted": 0, "answers": 0, "flags": 0})
-    return table.astype({"submitted": int, "answers": int, "flags": int}).sort_values("annotator")
+    table = table.astype({"submitted": int, "answers": int, "flags": int})
+    speed = speed_flags_df(store)
+    fast = speed.groupby("annotator").agg(fast_own=("fast_own", "sum"),
+                                          fast_floor=("fast_floor", "sum")).reset_index()
+    fast = fast.rename(columns={"fast_own": "fast vs own median",
+                                "fast_floor": "fast vs floor"})
+    accuracy = gold_accuracy_df(store)[["annotator", "gold_items", "gold_accuracy",
+                                        "qualification"]]
+    table = table.merge(fast, how="left", on="annotator").merge(accuracy, how="left",
+                                                                 on="annotator")
+    table = table.fillna({"fast vs own median": 0, "fast vs floor": 0, "gold_items": 0})
+    return table.astype({"fast vs own median": int, "fast vs floor": int,
+                         "gold_items": int}).sort_values("annotator")
 
 
 def progress_by_generator(store: Store) -> pd.DataFrame:
@@ -545,7 +626,21 @@ class AnnotationSession(Controller):
         when the item went to someone else meanwhile (then the next one is open)."""
         if self.output_id is None or not self.complete():
             return False
-        return self._submit()
+        item = self.item
+        if not self._submit():
+            return False
+        settings = get_settings(self.store)
+        if settings.gold_feedback == "training":
+            diff = gold.item_feedback(self.store, self.annotator, item.output_id,
+                                      settings.gold_tolerance)
+            if diff is not None:  # a gold item: say which answers differed (after submit)
+                names = {q.question_id: q.text for q in item.questions}
+                names |= {c.name: c.label for c in item.criteria}
+                self.state["feedback"] = {
+                    "task": item.task_id, "compared": len(diff),
+                    "differed": [{**d, "text": names.get(d["key"], d["key"])}
+                                 for d in diff if not d["correct"]]}
+        return True
 
     def panel(self) -> panels.Panel:
         """What the answer panel shows of the open item: its targets with this annotator's
