@@ -32,7 +32,9 @@ is documented in ``docs/report.md``):
   the balanced question-level validation set, when one was drawn; ``leaderboard.csv``
   (:mod:`annotation.results.leaderboard`): each generator's judge score corrected by the
   human sample (prediction-powered inference, PPI++), beside the judge-only and human-only
-  scores.
+  scores; ``annotator_confusion.csv`` and ``human_labels.csv``
+  (:mod:`annotation.results.aggregation`): each annotator's Dawid-Skene confusion matrix
+  and, per checklist decision, the majority beside the Dawid-Skene label and posterior.
 
 Same seed, same numbers: every bootstrap is seeded from ``seed``.
 """
@@ -50,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.results import tiif
+from annotation.results.aggregation import confusion_table, human_labels_table
 from annotation.results.alt_tests import run_alt_tests
 from annotation.results.annotators import annotators_table
 from annotation.results.checklist import (
@@ -83,7 +86,9 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "trace_generators",
           "validation_set",
           # added with the study design (issue #16)
-          "leaderboard")
+          "leaderboard",
+          # added with Dawid-Skene (issue #16 item 4)
+          "annotator_confusion", "human_labels")
 
 
 @dataclass(frozen=True)
@@ -227,6 +232,8 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "trace_generators": lambda: generator_table(study, decided=decided),
         "validation_set": lambda: validation_table(study, decided, **boot),
         "leaderboard": lambda: leaderboard_table(study, decided),
+        "annotator_confusion": lambda: confusion_table(decided.dawid_skene, "checklist"),
+        "human_labels": lambda: human_labels_table(decided.human, decided.dawid_skene),
     }
     for name, step in steps.items():
         if progress:
