@@ -444,6 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
     from annotation.cli import validation as validation_cli
 
     validation_cli.add_parser(sub)  # judge-audit validation-set --db DB
+
+    from annotation.cli import plan as plan_cli
+
+    plan_cli.add_parser(sub)  # judge-audit plan [--db DB] --measure M --target-width W
     return parser
 
 
