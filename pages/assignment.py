@@ -1,5 +1,6 @@
 """Admin: overlap, sample, progress per annotator and generator, flags, accounts."""
 
+import pandas as pd
 import streamlit as st
 
 from annotation.accounts import auth
@@ -28,8 +29,15 @@ def study_of(db: str, stamp: tuple[int, ...], _store: Store) -> StudyData:
     return load_study(_store)
 
 
-study = study_of(str(store.path), data_stamp(store), store)
-widths = planning.current_widths(study)
+@st.cache_data(show_spinner=False, max_entries=4)
+def widths_of(db: str, stamp: tuple[int, ...], _study: StudyData) -> pd.DataFrame:
+    """The current interval widths, computed again when the data changes."""
+    return planning.current_widths(_study)
+
+
+stamp = data_stamp(store)
+study = study_of(str(store.path), stamp, store)
+widths = widths_of(str(store.path), stamp, study)
 if widths.empty:
     st.caption("Current 95% interval widths: none yet (no human answers beside a judge's).")
 else:
