@@ -197,3 +197,36 @@ def test_demo_report_rows_tables_and_crowd_kit(tmp_path, make_demo_db):
                                atol=1e-8)
     decided_both = keyed[keyed.majority.notna()]
     assert (decided_both.majority == decided_both.dawid_skene).mean() > 0.9
+
+
+@pytest.mark.slow
+def test_conflicts_command_writes_the_verifiers_confusion(tmp_path):
+    from annotation.cli import main
+    from annotation.formats.importers import import_path
+    from annotation.work.verification import VerifySession
+    from tests.helpers.conflict_fixture import write_conflict_bundle
+
+    db = tmp_path / "p.db"
+    with Store.open(db) as store:
+        import_path(store, write_conflict_bundle(tmp_path / "b"))
+        for who in ("ann1", "ann2"):
+            session = VerifySession(store, who, {})
+            while session.task_id is not None:
+                session.confirm_readings({})
+                for check in session.item.checks:
+                    session.set_verdict(check.conflict,
+                                        agree=not (who == "ann2" and check.conflict == "pose"))
+                session.submit()
+    out = tmp_path / "out"
+    assert main(["conflicts", "--db", str(db), "--out", str(out), "--quiet"]) == 0
+    confusion = pd.read_csv(out / "annotator_confusion.csv")
+    assert set(confusion.source) == {"conflict"}
+    assert set(confusion.annotator) == {"ann1", "ann2"}
+    sums = confusion.groupby(["annotator", "true"]).probability.sum()
+    np.testing.assert_allclose(sums, 1.0)
+    labels = pd.read_csv(out / "verified_labels.csv")
+    assert {"dawid_skene", "dawid_skene_posterior"} <= set(labels.columns)
+    assert labels.dawid_skene.notna().all()
+    # one verifier on each side of the pose tie: the majority is undecided there
+    pose = labels[labels.conflict == "pose"]
+    assert pose.majority.isna().all()

@@ -64,20 +64,33 @@ class DawidSkeneFit:
     log_likelihood: float
 
 
-def _m_step(t: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pi[w, j, l]`` and ``p[j]`` from the item posteriors ``t`` (items x K) and the
-    answer counts ``counts`` (items x annotators x K)."""
-    weighted = np.einsum("ij,iwl->wjl", t, counts)
-    weighted = np.clip(weighted, EPS, None)
-    pi = weighted / weighted.sum(axis=2, keepdims=True)
-    return pi, t.mean(axis=0)
+@dataclass(frozen=True)
+class _Answers:
+    """One row per answer: item, annotator and answer codes (sparse: memory grows with the
+    answers, not with items x annotators)."""
+
+    item: np.ndarray
+    worker: np.ndarray
+    label: np.ndarray
+    n_items: int
+    n_workers: int
+    k: int
 
 
-def _e_step(pi: np.ndarray, priors: np.ndarray, counts: np.ndarray
-            ) -> tuple[np.ndarray, float]:
+def _m_step(t: np.ndarray, a: _Answers) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``pi[w, j, l]``, ``p[j]`` and the posterior-weighted counts from the item posteriors
+    ``t`` (items x K)."""
+    weighted = np.zeros((a.n_workers, a.k, a.k))
+    for j in range(a.k):  # weighted[:, j, :] is a view: add.at writes through it
+        np.add.at(weighted[:, j, :], (a.worker, a.label), t[a.item, j])
+    clipped = np.clip(weighted, EPS, None)
+    return clipped / clipped.sum(axis=2, keepdims=True), t.mean(axis=0), weighted
+
+
+def _e_step(pi: np.ndarray, priors: np.ndarray, a: _Answers) -> tuple[np.ndarray, float]:
     """The item posteriors and the log-likelihood of the answers."""
-    log = np.log(np.clip(priors, EPS, None))[None, :] + np.einsum(
-        "iwl,wjl->ij", counts, np.log(pi))
+    log = np.tile(np.log(np.clip(priors, EPS, None)), (a.n_items, 1))
+    np.add.at(log, a.item, np.log(pi[a.worker, :, a.label]))
     top = log.max(axis=1, keepdims=True)
     scaled = np.exp(log - top)
     total = scaled.sum(axis=1, keepdims=True)
@@ -113,18 +126,19 @@ def dawid_skene(items: Sequence[Any] | pd.Series, annotators: Sequence[Any] | pd
     worker_codes, worker_names = pd.factorize(frame.annotator, sort=True)
     label_codes = frame.label.map({c: k for k, c in enumerate(classes_)}).to_numpy(int)
     k = len(classes_)
-    counts = np.zeros((len(item_names), len(worker_names), k))
-    np.add.at(counts, (item_codes, worker_codes, label_codes), 1.0)
-    per_item = counts.sum(axis=1)
+    answers = _Answers(item=item_codes, worker=worker_codes, label=label_codes,
+                       n_items=len(item_names), n_workers=len(worker_names), k=k)
+    per_item = np.zeros((len(item_names), k))
+    np.add.at(per_item, (item_codes, label_codes), 1.0)
     t = per_item / per_item.sum(axis=1, keepdims=True)  # the soft majority vote
-    pi, priors = _m_step(t, counts)
+    pi, priors, expected = _m_step(t, answers)
     previous = -np.inf
     converged = False
     n_iter = 0
     loglik = float("nan")
     for n_iter in range(1, max_iter + 1):  # noqa: B007 (n_iter is reported)
-        t, loglik = _e_step(pi, priors, counts)
-        pi, priors = _m_step(t, counts)
+        t, loglik = _e_step(pi, priors, answers)
+        pi, priors, expected = _m_step(t, answers)
         if loglik / len(frame) - previous < tol:
             converged = True
             break
@@ -140,8 +154,7 @@ def dawid_skene(items: Sequence[Any] | pd.Series, annotators: Sequence[Any] | pd
         "posterior": top, "n_answers": per_item.sum(axis=1).astype(int)})
     for c, column in zip(prob_cols, t.T, strict=True):
         item_table[c] = column
-    expected = np.einsum("ij,iwl->wjl", t, counts)
-    answered = counts.sum(axis=(0, 2))
+    answered = np.bincount(worker_codes, minlength=len(worker_names)).astype(float)
     w_idx, j_idx, l_idx = np.meshgrid(np.arange(len(worker_names)), np.arange(k),
                                       np.arange(k), indexing="ij")
     confusion = pd.DataFrame({
