@@ -230,3 +230,20 @@ def test_conflicts_command_writes_the_verifiers_confusion(tmp_path):
     # one verifier on each side of the pose tie: the majority is undecided there
     pose = labels[labels.conflict == "pose"]
     assert pose.majority.isna().all()
+
+
+@pytest.mark.slow
+def test_judge_validation_page_shows_the_annotators_confusion(served_demo):
+    from pathlib import Path
+
+    from tests.helpers.apptest import signed_in
+
+    page = str(Path(__file__).resolve().parents[1] / "pages" / "analytics.py")
+    at = signed_in(page, "admin", "admin", db=served_demo, timeout=120)
+    at.session_state["an_n_boot"] = 20
+    at.run()
+    assert not at.exception
+    assert "Annotators' confusion (Dawid-Skene)" in [s.value for s in at.subheader]
+    shown = next(df.value for df in at.dataframe
+                 if {"annotator", "true", "answer", "probability"} <= set(df.value.columns))
+    assert set(shown.true) == {"no", "yes"} and shown.probability.between(0, 1).all()
