@@ -104,7 +104,9 @@ with (st.expander("Validation set: questions balanced yes / no (TIIF-Bench)"),
 with st.expander("Planning: how many more outputs for a target interval width"):
     st.caption("From the current data (the report's interval scaled by 1/sqrt(n), an "
                "approximation; PLCC: Fisher z; agreement: binomial with the estimated design "
-               "effect) or, without data, from a stated value. Same as `judge-audit plan`.")
+               "effect) or, without data, from a stated value. Same as `judge-audit plan`, "
+               "which also takes the assumptions of kappa and the leaderboard and annotators "
+               "per output (docs/planning.md).")
     with st.form("plan"):
         plan_columns = st.columns(3)
         measure = plan_columns[0].selectbox("Interval", planning.MEASURES)

@@ -208,3 +208,28 @@ def test_the_assignment_page_shows_widths_and_plans(tmp_path, make_demo_db, monk
     assert not at.exception
     plan = at.dataframe[1].value
     assert set(plan.measure) == {"agreement"} and (plan.n_needed > 0).all()
+
+
+def test_scaling_a_pilot_interval_reaches_roughly_the_target_in_simulation():
+    # the data-based plans of srcc/kappa/alpha/leaderboard: a pilot's interval scaled by
+    # 1/sqrt(n). Here the leaderboard's: PPI++ on 30 of 1000 outputs, scaled to half the
+    # pilot's median width; studies of the planned size get about that width
+    from annotation.stats.ppi import ppi_mean
+
+    rng = np.random.default_rng(6)
+    total, rho = 1000, 0.7
+
+    def width(n: int) -> float:
+        f = rng.standard_normal(total)
+        y = 5 + 2 * (rho * f + math.sqrt(1 - rho * rho) * rng.standard_normal(total))
+        mask = np.zeros(total, bool)
+        mask[rng.choice(total, n, replace=False)] = True
+        row = ppi_mean(y[mask], f[mask], f[~mask]).iloc[0]
+        return float(row.hi - row.lo)
+
+    pilot = float(np.median([width(30) for _ in range(200)]))
+    target = pilot / 2
+    n = sp.scaled_n(30, pilot, target)
+    assert n == 120
+    achieved = float(np.median([width(n) for _ in range(200)]))
+    assert achieved == pytest.approx(target, rel=0.1)
