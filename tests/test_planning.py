@@ -168,8 +168,14 @@ def test_plan_on_the_demo_from_data(tmp_path, make_demo_db, capsys):
     for measure in rp.MEASURES:
         table = rp.plan_table(study, measure, 0.1, n_boot=50)
         assert len(table) and set(table.basis) == {"data"}, measure
-        assert (table.n_needed >= 1).all() and (table.width_now > 0).all()
-        assert (table.n_more == (table.n_needed - table.n_now).clip(lower=0)).all()
+        planned = table[table.n_needed.notna()]
+        assert len(planned) and (planned.n_needed >= 1).all() and (table.width_now > 0).all()
+        assert (planned.n_more == (planned.n_needed - planned.n_now).clip(lower=0)).all()
+    board = rp.plan_table(study, "leaderboard", 5.0, n_boot=50)
+    ppi = board[board.method.str.startswith("PPI++")]
+    assert len(ppi) and ppi.estimate.between(-1, 1).all()  # the judge-human r
+    unreachable = ppi[ppi.n_needed.isna()]
+    assert unreachable.note.str.startswith("not reachable").all()
     plcc = rp.plan_table(study, "plcc", 0.1, n_boot=50, judge="gpt-5",
                          criterion="visual_quality")
     now = plcc[plcc.method == "Fisher z at the current r"].iloc[0]

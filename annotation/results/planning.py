@@ -14,7 +14,8 @@ Each row plans one interval of the report for a target 95% width (the formulas a
   interval's shape change with n too); ``kappa`` from ``checklist.csv`` (each judge against
   the human majority), ``alpha`` from ``reliability.csv`` (per criterion, the annotators
   among themselves; in outputs at the current annotators per output), ``leaderboard`` from
-  ``leaderboard.csv`` (human-scored outputs per generator; capped by its outputs).
+  ``leaderboard.csv`` (human-scored outputs per generator; capped by its outputs), and
+  beside it the PPI++ variance at the sample's judge-human r and human sd.
 * ``agreement``: each judge against the human majority, a binomial share with the design
   effect of an output's correlated questions estimated from the data (the ratio
   estimator's variance over outputs), in outputs at the current questions per output.
@@ -230,7 +231,8 @@ def plan_table(study: StudyData | None, measure: str, width: float, *,
         rows += _data_rows(study, measure, width, n_boot=n_boot, seed=seed,
                            icc_raters=assume.icc_raters)
     rows += _assumption_rows(measure, assume, width)
-    table = pd.DataFrame(rows, columns=COLUMNS)
+    table = pd.DataFrame(rows, columns=COLUMNS).astype(
+        {c: "Int64" for c in ("n_now", "n_needed", "n_more", "annotations_needed")})
     if judge is not None:
         table = table[table.judge.isna() | (table.judge == judge)]
     if criterion is not None:
@@ -282,10 +284,42 @@ def _data_rows(study: StudyData, measure: str, width: float, *, n_boot: int, see
     from annotation.results.leaderboard import leaderboard_table
 
     board = leaderboard_table(study, decided)
-    return _scaled_rows("leaderboard", board, "estimate", "lo", "hi", "n_labeled", width,
-                        {"judge": "judge", "criterion": "measure", "generator": "generator"},
-                        "human-scored outputs per generator",
-                        "the report's interval scaled by 1/sqrt(n)", cap="n_outputs")
+    return [*_scaled_rows("leaderboard", board, "estimate", "lo", "hi", "n_labeled", width,
+                          {"judge": "judge", "criterion": "measure",
+                           "generator": "generator"},
+                          "human-scored outputs per generator",
+                          "the report's interval scaled by 1/sqrt(n)", cap="n_outputs"),
+            *_ppi_rows(study, decided, width)]
+
+
+def _ppi_rows(study: StudyData, decided: StudyDecisions, width: float
+              ) -> list[dict[str, Any]]:
+    """The leaderboard planned with the PPI++ variance at each sample's judge-human r and
+    human sd (the unlabelled share shrinks as humans score more: the scaling ignores it)."""
+    from annotation.results.leaderboard import _scores
+
+    generator = study.outputs.set_index("output_id").generator.astype(str)
+    rows = []
+    for measure, human, by_judge in _scores(study, decided):
+        for judge, judged in sorted(by_judge.items()):
+            for gen in sorted(generator.unique()):
+                f_all = judged.reindex(generator.index[generator == gen]).dropna()
+                y = human.reindex(f_all.index).dropna()
+                f = f_all.reindex(y.index)
+                if len(y) < 3 or y.std() == 0 or f.std() == 0:
+                    continue
+                r, sd, total = float(y.corr(f)), float(y.std(ddof=1)), len(f_all)
+                n = sp.ppi_mean_n(sd, max(r, 0.0), total, width)
+                rows.append(_row(
+                    "leaderboard", judge=judge, criterion=measure, generator=gen,
+                    basis="data", estimate=r, n_now=len(y),
+                    width_now=sp.ppi_mean_width(sd, max(r, 0.0), len(y), total),
+                    target_width=width, n_needed=n,
+                    unit="human-scored outputs per generator",
+                    method="PPI++ variance at the sample's judge-human r (estimate) and sd",
+                    note=None if n is not None else
+                    f"not reachable with the generator's {total} outputs"))
+    return rows
 
 
 def current_widths(study: StudyData) -> pd.DataFrame:
