@@ -313,6 +313,21 @@ with tab_reliability:
                "the majority of the others. flags: low_correlation, low_kappa, fast (under a "
                "third of the typical active time), many_cant_tell, straight_lining.")
 
+    st.subheader("Annotators' confusion (Dawid-Skene)", anchor=False)
+    confusion = tables["annotator_confusion"]
+    if confusion.empty:
+        st.caption("No checklist decisions by annotators yet.")
+    else:
+        show(confusion, "annotator_confusion", "annotator_confusion",
+             first=["annotator", "true", "answer", "probability", "annotator_accuracy"])
+        with st.expander("Per decision: the majority beside the Dawid-Skene label"):
+            show(tables["human_labels"], "human_labels", "human_labels")
+    st.caption("The Dawid-Skene model (Dawid & Skene 1979) estimates each annotator's "
+               "confusion matrix P(answer | true answer) from all their checklist decisions "
+               "and labels each decision by its posterior: checklist.csv's reference "
+               "'human Dawid-Skene', an alternative to the majority that weighs careful "
+               "annotators more.")
+
 # ------------------------------------------------------------------------- judges compared
 with tab_compare:
     st.subheader("Pairs of judges against the same human means", anchor=False)

@@ -1,10 +1,14 @@
 """Admin: overlap, sample, gold items and qualification, progress per annotator (with gold
 accuracy and speed flags) and generator, flags, accounts."""
 
+import pandas as pd
 import streamlit as st
 
 from annotation.accounts import auth
-from annotation.store import items
+from annotation.results import planning
+from annotation.results.analytics import data_stamp
+from annotation.results.study import StudyData, load_study
+from annotation.store import Store, items
 from annotation.ui.app_state import open_store
 from annotation.ui.widgets import require
 from annotation.work import gold, sampling, validation_set, workflow
@@ -18,6 +22,32 @@ done, needed = workflow.overall_progress(store)
 st.progress(min(done / needed, 1.0) if needed else 1.0,
             text=f"Overall: {done} of {needed} annotations needed "
                  f"({settings.overlap} per output)")
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def study_of(db: str, stamp: tuple[int, ...], _store: Store) -> StudyData:
+    """The study, read again when the data changes (``stamp``)."""
+    return load_study(_store)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def widths_of(db: str, stamp: tuple[int, ...], _study: StudyData) -> pd.DataFrame:
+    """The current interval widths, computed again when the data changes."""
+    return planning.current_widths(_study)
+
+
+stamp = data_stamp(store)
+study = study_of(str(store.path), stamp, store)
+widths = widths_of(str(store.path), stamp, study)
+if widths.empty:
+    st.caption("Current 95% interval widths: none yet (no human answers beside a judge's).")
+else:
+    st.caption("Current 95% interval width, per judge (PLCC with the human mean: Fisher z; "
+               "checklist agreement with the human majority: binomial with the design "
+               "effect of an output's questions). Plan more below.")
+    st.dataframe(widths, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("estimate", "width_now")})
 
 left, right = st.columns(2)
 with left, st.form("settings"):
@@ -180,6 +210,38 @@ with st.expander("Gold items, qualification and speed flags",
             if st.form_submit_button("Reset: admit to real items"):
                 gold.reset_qualification(store, user.name, str(who), why or None)
                 st.rerun()
+
+with st.expander("Planning: how many more outputs for a target interval width"):
+    st.caption("From the current data (the report's interval scaled by 1/sqrt(n), an "
+               "approximation; PLCC: Fisher z; agreement: binomial with the estimated design "
+               "effect) or, without data, from a stated value. Same as `judge-audit plan`, "
+               "which also takes the assumptions of kappa and the leaderboard and annotators "
+               "per output (docs/planning.md).")
+    with st.form("plan"):
+        plan_columns = st.columns(3)
+        measure = plan_columns[0].selectbox("Interval", planning.MEASURES)
+        target = plan_columns[1].number_input("Target 95% width", 0.001, 100.0, 0.1, step=0.01,
+                                         format="%.3f")
+        assumed = plan_columns[2].number_input(
+            "Assumed value (r, agreement or kappa) when there is no data", -1.0, 1.0, 0.7,
+            step=0.05)
+        if st.form_submit_button("Plan"):
+            stated = planning.Assumptions(
+                r=assumed if measure in ("plcc", "srcc") else None,
+                p=assumed if measure == "agreement" else None)
+            try:
+                plan = planning.plan_table(study, str(measure), float(target))
+                if plan.empty:
+                    plan = planning.plan_table(None, str(measure), float(target),
+                                               assume=stated)
+            except ValueError as exc:
+                st.error(str(exc))
+            else:
+                if plan.empty:
+                    st.info("Nothing to plan from yet: annotate a pilot first.")
+                else:
+                    st.dataframe(plan.drop(columns=["target_width"]), hide_index=True,
+                                 width="stretch")
 
 st.subheader("Per annotator", anchor=False)
 st.dataframe(workflow.progress_by_annotator(store), hide_index=True, width="stretch")

@@ -20,6 +20,10 @@ CAPTIONS = {
     "verifier_agreement": "Verifiers against each other on the verified labels: Krippendorff's "
                           "alpha (nominal) and mean pairwise agreement, over tasks verified by "
                           "two or more people.",
+    "annotator_confusion": "Each verifier's estimated confusion matrix (Dawid-Skene): "
+                           "P(answer | true label), fitted to every verifier's labels; "
+                           "verified labels has the Dawid-Skene label (dawid_skene) beside "
+                           "the majority.",
     "conflict_statistics": "VIF-Bench Section 3.2: tasks with each instruction and how many "
                            "are conflicts, from the automatic labels (all tasks, verified tasks) "
                            "and from the verified labels.",
@@ -103,7 +107,8 @@ else:
                 st.error(str(error))
             else:
                 st.rerun()
-for name in ("conflict_agreement", "verifier_agreement", "conflict_statistics",
+for name in ("conflict_agreement", "verifier_agreement", "annotator_confusion",
+             "conflict_statistics",
              "verified_labels", "published_vs_rules", "prelabel_accuracy",
              "verified_prelabels", "verdict_history", "resolution_history",
              "reading_history"):

@@ -169,7 +169,7 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     at.run()
     assert not at.exception
     assert at.title[0].value == "Conflict labels"
-    assert len(at.dataframe) == 11  # per verifier + ten result tables
+    assert len(at.dataframe) == 12  # per verifier + eleven result tables
     at.toggle[0].set_value(False)
     at.button[0].click().run()  # the settings form's Save
     with Store.open(db) as store:

@@ -32,7 +32,7 @@ from tests.test_hostile_input import _formula_cells, write_hostile_bundle
 
 #: CLI commands that write CSV files, and those that write none (checked below).
 WRITES_CSV = {"report", "conflicts", "trees", "history", "tree", "variants",
-              "validation-set", "gold"}
+              "validation-set", "gold", "plan"}
 NO_CSV = {"import", "export", "demo", "serve", "info", "user", "backup", "restore", "check",
           "sample"}
 EVIL = ['=HYPERLINK("http://evil.example","x")', "@SUM(1+1)", "-evil", "\t=2+3", "\r=1+1",
@@ -159,6 +159,14 @@ def test_report_csvs(hostile_db, tmp_path):
     assert main(["report", "--db", str(hostile_db), "--out", str(out), "--bootstrap", "10",
                  "--by", "generator", "--quiet"]) == 0
     assert_neutral(csv_files(out), ["'-judge-x", "'+metric-y"])
+
+
+@pytest.mark.slow
+def test_plan_csv(hostile_db, tmp_path):
+    out = tmp_path / "plan.csv"
+    assert main(["plan", "--db", str(hostile_db), "--measure", "srcc", "--bootstrap", "10",
+                 "--out", str(out)]) == 0
+    assert_neutral([out], ["'-judge-x"])
 
 
 @pytest.mark.slow

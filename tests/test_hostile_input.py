@@ -543,7 +543,8 @@ def test_conflict_csvs_neutralize_formulas(tmp_path):
     out = tmp_path / "out"
     assert main(["conflicts", "--db", str(db), "--out", str(out), "--quiet"]) == 0
     written = sorted(out.glob("*.csv"))
-    assert len(written) == 10  # with resolution_history.csv and the pre-label tables
+    assert len(written) == 11  # with resolution_history.csv, the pre-label tables and
+    # annotator_confusion.csv
     cells = "\n".join(p.read_text(encoding="utf-8") for p in written)
     for value in ("'=c1()", "'\t=2+3", "'@ver", "'-ver2", "'=cmd|", "'=HYPERLINK", "'+boss"):
         assert value in cells, value

@@ -453,6 +453,11 @@ def build_parser() -> argparse.ArgumentParser:
     from annotation.cli import gold as gold_cli
 
     gold_cli.add_parser(sub)  # judge-audit gold import | list | reset --db DB
+
+
+    from annotation.cli import plan as plan_cli
+
+    plan_cli.add_parser(sub)  # judge-audit plan [--db DB] --measure M --target-width W
     return parser
 
 

@@ -22,6 +22,10 @@ judges, ``ensemble (majority of VLM judges)``) the judge's decisions are compare
   baseline ``human (leave-one-out)`` (each annotator against the others' majority) is
   compared with, on the same pairs: the like-for-like baseline;
 * each annotator: ``annotator:<name>`` (the pairwise view);
+* ``human Dawid-Skene``: the annotators' label per decision from the Dawid-Skene model
+  (:mod:`annotation.results.aggregation`), which weighs each annotator by an estimated
+  confusion matrix; ties of votes can get a label (rows added at the end of the judge's
+  references, with two or more annotators);
 * ``expected answer``: the question's pass answer (TIIF-Bench's expected answers: then
   agreement is the judge's accuracy against them);
 * every other judge: ``judge:<name>`` (judge-judge agreement, e.g. GPT-4o vs QwenVL).
@@ -49,14 +53,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
+from annotation.results.aggregation import DAWID_SKENE, checklist_fit, dawid_skene_labels
 from annotation.results.decisions import Unanswered, human_decisions, judge_decisions
 from annotation.results.study import GroupBy, StudyData, group_values, output_groups
 from annotation.stats.clustered import clustered_agreement, clustered_mcnemar
 from annotation.stats.comparison import adjust_pvalues
+from annotation.stats.dawid_skene import DawidSkeneFit
 
 ENSEMBLE = "ensemble (majority of VLM judges)"
 HUMAN_LOO = "human (leave-one-out)"
@@ -86,13 +93,20 @@ class StudyDecisions:
     ``judges``: judge, output_id, ... for every judge and the VLM majority ensemble;
     ``majority``: the human majority per decision; ``loo``: per (annotator, decision)
     the annotator's decided answer and the other annotators' majority (``others``).
-    All keyed by ``key`` = output_id + SEP + question_id.
+    All keyed by ``key`` = output_id + SEP + question_id. ``dawid_skene``: the
+    Dawid-Skene fit over ``human`` (computed once, on first use).
     """
 
     human: pd.DataFrame
     judges: pd.DataFrame
     majority: pd.DataFrame
     loo: pd.DataFrame
+
+    @cached_property
+    def dawid_skene(self) -> DawidSkeneFit:
+        """The Dawid-Skene model of the annotators' decisions
+        (:func:`annotation.results.aggregation.checklist_fit`)."""
+        return checklist_fit(self.human)
 
 
 def _keyed(df: pd.DataFrame) -> pd.DataFrame:
@@ -191,8 +205,10 @@ def _row(judge: str, group: str, reference: str, judged: pd.Series, ref: pd.Seri
 
 def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool = True,
                     n_boot: int = 1000, seed: int = 0, unanswered: Unanswered = "omit",
-                    decided: StudyDecisions | None = None) -> pd.DataFrame:
-    """The ``checklist.csv`` table (see the module docstring)."""
+                    decided: StudyDecisions | None = None,
+                    dawid_skene: bool = True) -> pd.DataFrame:
+    """The ``checklist.csv`` table (see the module docstring); ``dawid_skene=False`` leaves
+    out the ``human Dawid-Skene`` rows."""
     d = decided or study_decisions(study, unanswered)
     references: dict[str, pd.Series] = {}
     if len(d.majority):
@@ -211,6 +227,8 @@ def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool
     for judge, mine in by_judge.items():
         if judge != ENSEMBLE:
             references[f"judge:{judge}"] = mine.answer
+    if dawid_skene and d.human.annotator.nunique() >= 2 and len(d.majority):
+        references[DAWID_SKENE] = dawid_skene_labels(d.dawid_skene)
     loo_keys = d.loo.set_index("key")
     rows: list[dict[str, object] | None] = []
     for group, members in output_groups(study, by):

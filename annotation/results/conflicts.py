@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from annotation.results.aggregation import SEP, conflict_fit, confusion_table
 from annotation.stats.agreement import binary_agreement, wilson_interval
 from annotation.stats.reliability import krippendorff_alpha
 from annotation.store import Store
@@ -112,9 +113,15 @@ def verified_labels(verdicts: pd.DataFrame,
     ``resolutions`` (current admin decisions: task_id, conflict, label, note, decided_by)
     settle a label: ``verified`` is then the decision, ``majority`` keeps what the votes
     said, ``resolved_by`` / ``resolution_note`` say who decided and why. A decision also
-    counts where nobody has verified yet (``n_verifiers`` 0)."""
+    counts where nobody has verified yet (``n_verifiers`` 0).
+
+    ``dawid_skene`` / ``dawid_skene_posterior``: the label and P(conflict) of the
+    Dawid-Skene model over every verifier's labels (:func:`annotation.results.aggregation.
+    conflict_fit`), an alternative to the majority that weighs verifiers by their
+    estimated reliability (None / NaN where nobody verified)."""
     cols = ["task_id", "conflict", "n_verifiers", "votes_conflict", "verified", "automatic",
-            "majority", "resolved_by", "resolution_note"]
+            "majority", "resolved_by", "resolution_note", "dawid_skene",
+            "dawid_skene_posterior"]
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for (task, kind), g in (verdicts.groupby(["task_id", "conflict"], sort=True)
                             if len(verdicts) else ()):
@@ -130,8 +137,15 @@ def verified_labels(verdicts: pd.DataFrame,
             "task_id": r.task_id, "conflict": r.conflict, "n_verifiers": 0,
             "votes_conflict": 0, "automatic": None, "majority": None})
         row.update(verified=bool(r.label), resolved_by=r.decided_by, resolution_note=r.note)
+    fit = conflict_fit(verdicts).items.set_index("item")
+    for (task, kind), row in rows.items():
+        item = f"{task}{SEP}{kind}"
+        found = item in fit.index
+        row["dawid_skene"] = fit.at[item, "label"] if found else None
+        row["dawid_skene_posterior"] = float(fit.at[item, "p_True"]) if found else math.nan
     table = pd.DataFrame([rows[k] for k in sorted(rows)], columns=cols)
-    for c in ("verified", "automatic", "majority", "resolved_by", "resolution_note"):
+    for c in ("verified", "automatic", "majority", "resolved_by", "resolution_note",
+              "dawid_skene"):
         table[c] = table[c].astype(object).where(table[c].notna(), None)
     return table
 
@@ -489,6 +503,7 @@ def conflict_tables(store: Store) -> dict[str, pd.DataFrame]:
         consistency["rules_on_readings"].notna(), None)
     return {
         "conflict_agreement": automatic_vs_verified(labels),
+        "annotator_confusion": confusion_table(conflict_fit(verdicts), "conflict"),
         "verifier_agreement": verifier_agreement(verdicts),
         "conflict_statistics": conflict_statistics(tasks, labels),
         "verified_labels": labels,

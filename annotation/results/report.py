@@ -34,7 +34,10 @@ is documented in ``docs/report.md``):
   human sample (prediction-powered inference, PPI++), beside the judge-only and human-only
   scores;
   ``vif_variants.csv`` (:mod:`annotation.results.variants`): VIF-Bench's visual vs
-  text-converted instructions per generator, judge and criterion.
+  text-converted instructions per generator, judge and criterion;
+  ``annotator_confusion.csv`` and ``human_labels.csv``
+  (:mod:`annotation.results.aggregation`): each annotator's Dawid-Skene confusion matrix
+  and, per checklist decision, the majority beside the Dawid-Skene label and posterior.
 
 Same seed, same numbers: every bootstrap is seeded from ``seed``.
 """
@@ -52,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.results import tiif
+from annotation.results.aggregation import confusion_table, human_labels_table
 from annotation.results.alt_tests import run_alt_tests
 from annotation.results.annotators import annotators_table
 from annotation.results.checklist import (
@@ -87,7 +91,9 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "trace_generators",
           "validation_set", "vif_variants",
           # added with the study design (issue #16)
-          "leaderboard", "study_design")
+          "leaderboard", "study_design",
+          # added with Dawid-Skene (issue #16 item 4)
+          "annotator_confusion", "human_labels")
 
 
 @dataclass(frozen=True)
@@ -233,6 +239,8 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "leaderboard": lambda: leaderboard_table(study, decided),
         "study_design": lambda: design_table(study),
         "vif_variants": lambda: variant_table(study),
+        "annotator_confusion": lambda: confusion_table(decided.dawid_skene, "checklist"),
+        "human_labels": lambda: human_labels_table(decided.human, decided.dawid_skene),
     }
     for name, step in steps.items():
         if progress:

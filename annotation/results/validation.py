@@ -54,7 +54,7 @@ def validation_table(study: StudyData, decided: StudyDecisions, *, n_boot: int =
     keys = {f"{o}{SEP}{q}" for o, q in zip(pairs.output_id, pairs.question_id, strict=True)}
     mine = restrict(decided, keys)
     table = checklist_table(study, per_annotator=False, decided=mine, n_boot=n_boot,
-                            seed=seed)
+                            seed=seed, dawid_skene=False)
     if table.empty:
         return pd.DataFrame(columns=COLUMNS)
     table = table[table.reference.isin((HUMAN_MAJORITY, LOO_MAJORITY))
