@@ -102,8 +102,8 @@ def test_the_tie_is_decided_by_the_admin(make_demo_db, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("page", "title", "tables"), [
-    ("conflict_results.py", "Conflict labels", 11),
-    ("tree_results.py", "Tree localization", 11),
+    ("conflict_results.py", "Conflict labels", 12),
+    ("tree_results.py", "Tree localization", 12),
 ])
 def test_admin_result_pages_show_real_tables_on_first_start(served_demo, page, title, tables):
     at = signed_in(str(PAGES / page), "admin", "admin")
