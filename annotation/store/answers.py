@@ -75,6 +75,12 @@ ANSWER_KINDS: dict[str, AnswerKind] = {
                           ("conflict",)),
     "review": AnswerKind("tree_reviews", "review_id", "reviewer", "output_id",
                          ("instance",)),
+    # issue #17: a preference on a pair, an order of a ranking's outputs (one answer per
+    # person and item: the key repeats the unit)
+    "pair": AnswerKind("pair_annotations", "pair_annotation_id", "annotator", "pair_id",
+                       ("pair_id",), registry="annotators"),
+    "ranking": AnswerKind("ranking_annotations", "ranking_annotation_id", "annotator",
+                          "ranking_id", ("ranking_id",), registry="annotators"),
 }
 
 
