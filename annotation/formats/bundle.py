@@ -44,10 +44,12 @@ from annotation.records import (
     Judgment,
     NonFiniteNumber,
     Output,
+    PairAnswer,
     Problem,
     Problems,
     ProjectData,
     Question,
+    RankingAnswer,
     Task,
     TaskImage,
     WorkRow,
@@ -1078,12 +1080,15 @@ def write_bundle(project: ProjectData, out: Path) -> dict[str, int]:
                 row["parse_status"] = j.parse_status
             fh.write(_line(row))
             counts["judgments"] += 1
-        for answer in [*project.pair_answers, *project.ranking_answers]:  # issue #17
+        item_answers: list[PairAnswer | RankingAnswer] = [*project.pair_answers,
+                                                          *project.ranking_answers]
+        for answer in item_answers:  # issue #17
             if answer.is_judge:
                 fh.write(_line(pairs.answer_line(answer)))
                 counts["judgments"] += 1
-    human_pairs = [a for a in [*project.pair_answers, *project.ranking_answers]
-                   if not a.is_judge]
+    everyone: list[PairAnswer | RankingAnswer] = [*project.pair_answers,
+                                                  *project.ranking_answers]
+    human_pairs = [a for a in everyone if not a.is_judge]
     if project.annotations or human_pairs:
         with (out / "annotations.jsonl").open("w", encoding="utf-8") as fh:
             for a in project.annotations:

@@ -3,9 +3,10 @@
 Tables ``pairs``, ``rankings``; the judges' answers ``pair_judgments`` and
 ``ranking_judgments`` (one per judge and item); the humans' answers ``pair_annotations``
 and ``ranking_annotations``, append-only: they are written through the one answer writer
-(:func:`annotation.store.answers.supersede`) with the kinds ``pair`` and ``ranking``, so a changed answer supersedes the current one. This module writes
-an import's checked records (inside its transaction), reads them back for export, and reads
-them as tidy frames for the statistics (:func:`pair_frames`).
+(:func:`annotation.store.answers.supersede`) with the kinds ``pair`` and ``ranking``, so
+a changed answer supersedes the current one. This module writes an import's checked
+records (inside its transaction), reads them back for export, and reads them as tidy
+frames for the statistics (:func:`pair_frames`).
 """
 
 from __future__ import annotations
