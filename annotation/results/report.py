@@ -35,6 +35,11 @@ is documented in ``docs/report.md``):
   scores;
   ``vif_variants.csv`` (:mod:`annotation.results.variants`): VIF-Bench's visual vs
   text-converted instructions per generator, judge and criterion.
+* ``pairwise.csv``, ``pairwise_confusion.csv``, ``pairwise_rankings.csv`` and
+  ``rankings.csv`` (:mod:`annotation.results.pairwise`, issue #17): pairwise judges against
+  the human preference, their confusion counts and position bias, the humans' agreement
+  on pairs, Bradley-Terry strengths of the generators, Kendall's W and Spearman's rho on
+  ranking items.
 
 Same seed, same numbers: every bootstrap is seeded from ``seed``.
 """
@@ -51,7 +56,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from annotation.results import tiif
+from annotation.results import pairwise, tiif
 from annotation.results.alt_tests import run_alt_tests
 from annotation.results.annotators import annotators_table
 from annotation.results.checklist import (
@@ -87,7 +92,9 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           "group_scores", "vif_conflicts", "tiif_table", "tiif_pairs", "trace_generators",
           "validation_set", "vif_variants",
           # added with the study design (issue #16)
-          "leaderboard", "study_design")
+          "leaderboard", "study_design",
+          # added with pairwise preferences and rankings (issue #17)
+          "pairwise", "pairwise_confusion", "pairwise_rankings", "rankings")
 
 
 @dataclass(frozen=True)
@@ -233,6 +240,11 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "leaderboard": lambda: leaderboard_table(study, decided),
         "study_design": lambda: design_table(study),
         "vif_variants": lambda: variant_table(study),
+        # issue #17: pairwise preferences and rankings
+        "pairwise": lambda: pairwise.pairwise_table(study.pairwise, **boot),
+        "pairwise_confusion": lambda: pairwise.confusion_table(study.pairwise),
+        "pairwise_rankings": lambda: pairwise.pairwise_rankings_table(study.pairwise, **boot),
+        "rankings": lambda: pairwise.rankings_table(study.pairwise),
     }
     for name, step in steps.items():
         if progress:
@@ -358,6 +370,7 @@ def paper_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFr
         out.append(("TRACE-Bench Table 2 layout: operator scores per generator, averaged "
                     "over the slot levels, for each judge and the human mean",
                     generators))
+    out += pairwise.pairwise_sections(tables)  # issue #17
     return out
 
 

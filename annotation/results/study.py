@@ -41,6 +41,7 @@ import pandas as pd
 from annotation.results import features
 from annotation.store import Store, items
 from annotation.store import project as project_rows
+from annotation.store.pairs import pair_frames
 
 #: ``--by``: one grouping key, several (their combinations), or none (:func:`output_groups`)
 GroupBy = str | Sequence[str] | None
@@ -72,6 +73,9 @@ class StudyData:
         columns=["output_id", "judge", "criterion", "score"]))
     variant_answers: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["output_id", "judge", "question_id", "answer"]))
+    #: pairs, rankings and their current answers (issue #17,
+    #: :func:`annotation.store.pairs.pair_frames`); empty when the project has none
+    pairwise: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -222,4 +226,5 @@ def load_study(store: Store) -> StudyData:
         variant_outputs=variant_outputs,
         variant_scores=variant_scores.reset_index(drop=True),
         variant_answers=variant_answers.reset_index(drop=True),
+        pairwise=pair_frames(store),
     )

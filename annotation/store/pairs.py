@@ -129,7 +129,7 @@ def pair_frames(store: Store) -> dict[str, pd.DataFrame]:
     * ``pairs``: pair_id, output_a, output_b, task_id (the pair's, else output A's),
       generator_a, generator_b;
     * ``pair_answers``: pair_id, rater, kind (``judge``/``human``), preference (None: a
-      judge's unparsed answer);
+      judge's unparsed answer), shown_first (a person's left output, when recorded);
     * ``rankings``: ranking_id, outputs (list), task_id;
     * ``ranking_answers``: ranking_id, rater, kind, order (list; None: unparsed);
     * ``generators``: output_id -> generator.
@@ -141,8 +141,9 @@ def pair_frames(store: Store) -> dict[str, pd.DataFrame]:
         " JOIN outputs oa ON oa.output_id = p.output_a"
         " JOIN outputs ob ON ob.output_id = p.output_b ORDER BY p.rowid", conn)
     pair_answers = pd.read_sql_query(
-        "SELECT pair_id, judge AS rater, 'judge' AS kind, preference FROM pair_judgments"
-        " UNION ALL SELECT pair_id, annotator, 'human', preference FROM current_pair_annotations",
+        "SELECT pair_id, judge AS rater, 'judge' AS kind, preference, NULL AS shown_first"
+        " FROM pair_judgments UNION ALL SELECT pair_id, annotator, 'human', preference,"
+        " shown_first FROM current_pair_annotations",
         conn)
     rankings = pd.read_sql_query("SELECT ranking_id, outputs, task_id FROM rankings"
                                  " ORDER BY rowid", conn)
