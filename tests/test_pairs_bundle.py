@@ -246,3 +246,12 @@ def test_a_schema_before_pairs_migrates_with_its_data(tmp_path, monkeypatch):
         assert new.conn.execute("SELECT name FROM annotators").fetchall() == [("a",)]
         tables = {r[0] for r in new.conn.execute("SELECT name FROM sqlite_master")}
     assert set(TABLES) | {"current_pair_annotations", "current_ranking_annotations"} <= tables
+
+
+def test_a_backup_counts_the_human_answers_on_pairs_and_rankings(imported, tmp_path):
+    from annotation.store.backup import backup
+
+    summary = backup(imported, tmp_path / "copy.db")
+    assert summary.counts["pair_annotations"] == 2 * len(PAIRS) + 1
+    assert summary.counts["ranking_annotations"] == 8
+    assert "pair_annotations 27" in summary.text()
