@@ -53,17 +53,17 @@ def win_matrix(winners: Sequence[int], losers: Sequence[int], weights: Sequence[
 
 
 def bradley_terry(wins: np.ndarray, *, alpha: float = ALPHA, tol: float = 1e-10,
-                  max_iter: int = 100) -> np.ndarray:
+                  max_iter: int = 100, start: np.ndarray | None = None) -> np.ndarray:
     """The MAP Bradley-Terry strengths of a win matrix (``W[i, j]``: wins of i over j,
     fractional for ties): minimizes ``alpha * sum theta^2 - sum_ij W_ij log sigma(theta_i -
     theta_j)`` by Newton's method (gradient ``2 alpha theta_i - sum_j (W_ij - N_ij
     sigma_ij)``, Hessian ``2 alpha + sum_j N_ij s_ij`` on the diagonal and ``-N_ij s_ij``
-    off it, ``N = W + W^T``, ``s = sigma (1 - sigma)``)."""
+    off it, ``N = W + W^T``, ``s = sigma (1 - sigma)``), from ``start`` (default 0)."""
     if alpha <= 0:
         raise ValueError("alpha must be positive (the prior keeps the strengths finite)")
     w = np.asarray(wins, dtype=float)
     n_games = w + w.T
-    theta = np.zeros(len(w))
+    theta = np.zeros(len(w)) if start is None else np.array(start, dtype=float)
     for _ in range(max_iter):
         sigma = 1 / (1 + np.exp(-(theta[:, None] - theta[None, :])))
         grad = 2 * alpha * theta - (w - n_games * sigma).sum(axis=1)
@@ -98,8 +98,8 @@ def bt_bootstrap(winners: Sequence[int], losers: Sequence[int], weights: Sequenc
                   np.asarray(weights, dtype=float))
         flat = per.reshape(n_clusters, -1)
         rng = np.random.default_rng(seed)
-        draws = [bradley_terry((c @ flat).reshape(n, n), alpha=alpha)
-                 for block in cluster_counts(rng, n_clusters, n_boot) for c in block]
+        draws = [bradley_terry(m.reshape(n, n), alpha=alpha, start=theta)
+                 for block in cluster_counts(rng, n_clusters, n_boot) for m in block @ flat]
         boot = np.array(draws)
         used = len(boot)
         for i in range(n):

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from annotation.store import Store
 
 #: a person's preference on a pair, a person's order of a ranking's outputs
-PAIR_KIND = answers.ANSWER_KINDS["pair"]
-RANKING_KIND = answers.ANSWER_KINDS["ranking"]
+PAIR_KIND = answers.ITEM_KINDS["pair"]
+RANKING_KIND = answers.ITEM_KINDS["ranking"]
 
 def _rows(conn: sqlite3.Connection, sql: str) -> list[dict[str, Any]]:
     cur = conn.execute(sql)
