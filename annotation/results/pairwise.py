@@ -288,6 +288,8 @@ def pairwise_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.Dat
     table = tables.get("pairwise")
     if table is not None and not table.empty:
         shown = table[["rater", "n_pairs", "n_unparsed"]].copy()
+        shown["n_unparsed"] = ["" if pd.isna(v) else str(int(v))  # none on the humans row
+                               for v in table.n_unparsed]
         for name, col in (("accuracy, unparsed = miss", "accuracy_all"),
                           ("accuracy of parsed", "accuracy_parsed"), ("kappa (4 classes)",
                                                                       "kappa"),
@@ -307,6 +309,7 @@ def pairwise_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.Dat
     bt = tables.get("pairwise_rankings")
     if bt is not None and not bt.empty:
         wide = bt.pivot_table(index="generator", columns="rater", values="strength")
+        wide.columns.name = None
         out.append(("Bradley-Terry strengths of the generators from pairs (log-odds; a tie "
                     "is half a win each, both-bad left out), per rater",
                     wide.reset_index()))
