@@ -20,6 +20,8 @@ LEVELS = ("interval", "ordinal", "nominal")
 YES_NO = ("yes", "no")
 HUMAN_ANSWERS = ("yes", "no", "cant_tell")
 PARSE_STATUSES = ("ok", "unparsed")
+#: a preference on a pair (issue #17): output A better, B better, both good, both bad
+PREFERENCES = ("a", "b", "tie", "both_bad")
 
 Origin = tuple[str, int | None]
 """Where a record came from: (file relative to the source, 1-based line or None)."""
@@ -251,6 +253,67 @@ class Annotation:
 
 
 @dataclass
+class Pair:
+    """Two outputs compared (``pairs.jsonl``): ``output_a`` is shown left / first."""
+
+    pair_id: str
+    output_a: str
+    output_b: str
+    task_id: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
+class Ranking:
+    """Outputs to be ordered best first (``rankings.jsonl``)."""
+
+    ranking_id: str
+    outputs: list[str]
+    task_id: str | None = None
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+#: a ranking answer's order, best first: an output id, or a list of tied output ids
+RankOrder = list[str | list[str]]
+
+
+@dataclass
+class PairAnswer:
+    """A judge's (``judge``) or a person's (``annotator``) preference on a pair. A judge's
+    ``preference`` is None when its text could not be parsed (``raw`` then holds it). A
+    person's ``shown_first`` (``a``/``b``, None: not recorded) says which output they saw
+    on the left."""
+
+    who: str
+    pair_id: str
+    preference: str | None
+    is_judge: bool
+    raw: str | None = None
+    note: str | None = None
+    created_at: str | None = None
+    source: str | None = None
+    shown_first: str | None = None
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
+class RankingAnswer:
+    """A judge's or a person's order of a ranking's outputs, best first (ties nested);
+    a judge's ``order`` is None when its text could not be parsed."""
+
+    who: str
+    ranking_id: str
+    order: RankOrder | None
+    is_judge: bool
+    raw: str | None = None
+    note: str | None = None
+    created_at: str | None = None
+    source: str | None = None
+    origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
+
+
+@dataclass
 class WorkRow:
     """One row of a human-work file of a bundle (:mod:`annotation.formats.human_work`):
     ``values``, the table's columns as stored (no row id, no ``supersedes``); ``record_id``
@@ -284,6 +347,11 @@ class ProjectData:
     #: visits): bundle file name -> rows in file order; a file that is present has a key
     #: (:mod:`annotation.formats.human_work`)
     work: dict[str, list[WorkRow]] = field(default_factory=dict)
+    #: pairwise and ranking items and their answers (issue #17, :mod:`annotation.formats.pairs`)
+    pairs: list[Pair] = field(default_factory=list)
+    rankings: list[Ranking] = field(default_factory=list)
+    pair_answers: list[PairAnswer] = field(default_factory=list)
+    ranking_answers: list[RankingAnswer] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
@@ -300,4 +368,8 @@ class ProjectData:
             "annotations": len(self.annotations),
             **{name.removesuffix(".jsonl"): len(rows) for name, rows in self.work.items()
                if rows},
+            **{name: len(rows) for name, rows in (
+                ("pairs", self.pairs), ("rankings", self.rankings),
+                ("pair_answers", self.pair_answers),
+                ("ranking_answers", self.ranking_answers)) if rows},
         }

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from annotation.formats import human_work
+from annotation.formats import human_work, pairs
 from annotation.formats.images import BadImage, BadPath, ImageProber, resolve_inside
 from annotation.formats.validate import CRITERION_NAME, prelabel_problems, task_meta_problems
 from annotation.records import (
@@ -44,10 +44,12 @@ from annotation.records import (
     Judgment,
     NonFiniteNumber,
     Output,
+    PairAnswer,
     Problem,
     Problems,
     ProjectData,
     Question,
+    RankingAnswer,
     Task,
     TaskImage,
     WorkRow,
@@ -332,6 +334,7 @@ def read_bundle_dir(root: Path, source: str | None = None,
         _read_annotations(root, rd, project)
         link_variant_outputs(project, rd)  # VIF-Bench text variants: outputs to originals
         _read_work(root, rd, project)
+        _read_pairs(root, rd, project)
     except _Stop:
         pass
     rd.raise_if_any()
@@ -676,6 +679,10 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
     append = project.judgments.append
     for number, obj in _jsonl(root, name, rd, required=False):
         where = (name, number)
+        if pairs.is_answer(obj):  # a preference on a pair, an order of a ranking (#17)
+            pairs.read_answer(rd, obj, where, project, judge=True,
+                              normalize_time=normalize_time)
+            continue
         if not obj.keys() <= JUDGMENT_KEYS:
             rd.keys(obj, JUDGMENT_KEYS, where)
             continue
@@ -743,6 +750,10 @@ def _read_annotations(root: Path, rd: _Reader, project: ProjectData) -> None:
     name = "annotations.jsonl"
     for number, obj in _jsonl(root, name, rd, required=False):
         where = (name, number)
+        if pairs.is_answer(obj):  # a preference on a pair, an order of a ranking (#17)
+            pairs.read_answer(rd, obj, where, project, judge=False,
+                              normalize_time=normalize_time)
+            continue
         rd.keys(obj, ANNOTATION_KEYS, where)
         if "question_id" in obj:
             obj = {**obj, "question_id": _number_id(obj["question_id"])}
@@ -790,6 +801,18 @@ def _read_work(root: Path, rd: _Reader, project: ProjectData) -> None:
             row = human_work.read_line(spec, obj, rd, (name, number), normalize_time)
             if row is not None:
                 rows.append(row)
+
+
+def _read_pairs(root: Path, rd: _Reader, project: ProjectData) -> None:
+    """The optional ``pairs.jsonl`` and ``rankings.jsonl`` (:mod:`annotation.formats.pairs`)."""
+    for number, obj in _jsonl(root, "pairs.jsonl", rd, required=False):
+        pair = pairs.read_pair(rd, obj, ("pairs.jsonl", number))
+        if pair is not None:
+            project.pairs.append(pair)
+    for number, obj in _jsonl(root, "rankings.jsonl", rd, required=False):
+        ranking = pairs.read_ranking(rd, obj, ("rankings.jsonl", number))
+        if ranking is not None:
+            project.rankings.append(ranking)
 
 
 # ------------------------------------------------------------------------------ zips
@@ -973,7 +996,7 @@ def write_bundle(project: ProjectData, out: Path) -> dict[str, int]:
     """
     out.mkdir(parents=True, exist_ok=True)
     for leftover in ("tasks.jsonl", "outputs.jsonl", "judgments.jsonl", "annotations.jsonl",
-                     *human_work.FILES):
+                     *human_work.FILES, *pairs.FILES):
         (out / leftover).unlink(missing_ok=True)
     placed: dict[str, str] = {}  # path -> sha256
 
@@ -1057,7 +1080,16 @@ def write_bundle(project: ProjectData, out: Path) -> dict[str, int]:
                 row["parse_status"] = j.parse_status
             fh.write(_line(row))
             counts["judgments"] += 1
-    if project.annotations:
+        item_answers: list[PairAnswer | RankingAnswer] = [*project.pair_answers,
+                                                          *project.ranking_answers]
+        for answer in item_answers:  # issue #17
+            if answer.is_judge:
+                fh.write(_line(pairs.answer_line(answer)))
+                counts["judgments"] += 1
+    everyone: list[PairAnswer | RankingAnswer] = [*project.pair_answers,
+                                                  *project.ranking_answers]
+    human_pairs = [a for a in everyone if not a.is_judge]
+    if project.annotations or human_pairs:
         with (out / "annotations.jsonl").open("w", encoding="utf-8") as fh:
             for a in project.annotations:
                 fh.write(_line(_drop_none({
@@ -1066,6 +1098,16 @@ def write_bundle(project: ProjectData, out: Path) -> dict[str, int]:
                     "answer": a.answer, "score": _plain(a.score), "note": a.note,
                     "created_at": a.created_at, "source": a.source})))
                 counts["annotations"] += 1
+            for answer in human_pairs:
+                fh.write(_line(pairs.answer_line(answer)))
+                counts["annotations"] += 1
+    for file_name, lines in (("pairs.jsonl", [pairs.pair_line(x) for x in project.pairs]),
+                             ("rankings.jsonl",
+                              [pairs.ranking_line(x) for x in project.rankings])):
+        if lines:
+            with (out / file_name).open("w", encoding="utf-8") as fh:
+                fh.writelines(_line(line) for line in lines)
+            counts[file_name.removesuffix(".jsonl")] = len(lines)
     for name, rows in project.work.items():
         _write_work(out / name, name, rows)
         counts[name.removesuffix(".jsonl")] = len(rows)

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from annotation.formats import human_work
+from annotation.formats import human_work, pairs
 from annotation.records import (
     HUMAN_ANSWERS,
     YES_NO,
@@ -143,6 +143,8 @@ def check_project(project: ProjectData, existing: dict[str, Any]) -> CheckResult
     _check_annotations(ck, project.annotations, targets, missing_outputs)
     if project.work:
         _check_work(ck, project, targets)
+    if project.pairs or project.rankings or project.pair_answers or project.ranking_answers:
+        _check_pairs(ck, project, targets, judges)
     ck.pr.raise_if_any()
     return CheckResult(ck.out, dict(ck.unchanged))
 
@@ -503,6 +505,20 @@ def _check_work(ck: _Check, project: ProjectData, targets: _Targets) -> None:
     checked = human_work.check(ck.pr, project.work, ck.existing.get("work", {}), known)
     ck.out.work = checked.rows
     ck.unchanged.update(checked.unchanged)
+
+
+def _check_pairs(ck: _Check, project: ProjectData, targets: _Targets,
+                 judges: dict[str, dict[str, Any]]) -> None:
+    """Pairs, rankings and their answers (:func:`annotation.formats.pairs.check`; issue
+    #17): known outputs, tasks, judges and items, rows already stored counted as
+    unchanged."""
+    checked, unchanged = pairs.check(ck.pr, project, ck.existing, targets.output_task,
+                                     set(targets.task_checklist), judges)
+    ck.out.pairs = checked.pairs
+    ck.out.rankings = checked.rankings
+    ck.out.pair_answers = checked.pair_answers
+    ck.out.ranking_answers = checked.ranking_answers
+    ck.unchanged.update(unchanged)
 
 
 def _dependency_cycles(questions: list[Question]) -> list[tuple[Question, list[str]]]:

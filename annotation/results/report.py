@@ -38,6 +38,11 @@ is documented in ``docs/report.md``):
   ``annotator_confusion.csv`` and ``human_labels.csv``
   (:mod:`annotation.results.aggregation`): each annotator's Dawid-Skene confusion matrix
   and, per checklist decision, the majority beside the Dawid-Skene label and posterior.
+* ``pairwise.csv``, ``pairwise_confusion.csv``, ``pairwise_rankings.csv`` and
+  ``rankings.csv`` (:mod:`annotation.results.pairwise`, issue #17): pairwise judges against
+  the human preference, their confusion counts and position bias, the humans' agreement
+  on pairs, Bradley-Terry strengths of the generators, Kendall's W and Spearman's rho on
+  ranking items.
 
 Same seed, same numbers: every bootstrap is seeded from ``seed``.
 """
@@ -54,7 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from annotation.results import tiif
+from annotation.results import pairwise, tiif
 from annotation.results.aggregation import confusion_table, human_labels_table
 from annotation.results.alt_tests import run_alt_tests
 from annotation.results.annotators import annotators_table
@@ -93,7 +98,9 @@ TABLES = ("ratings", "checklist", "operators", "reliability", "judge_comparisons
           # added with the study design (issue #16)
           "leaderboard", "study_design",
           # added with Dawid-Skene (issue #16 item 4)
-          "annotator_confusion", "human_labels")
+          "annotator_confusion", "human_labels",
+          # added with pairwise preferences and rankings (issue #17)
+          "pairwise", "pairwise_confusion", "pairwise_rankings", "rankings")
 
 
 @dataclass(frozen=True)
@@ -241,6 +248,11 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "vif_variants": lambda: variant_table(study),
         "annotator_confusion": lambda: confusion_table(decided.dawid_skene, "checklist"),
         "human_labels": lambda: human_labels_table(decided.human, decided.dawid_skene),
+        # issue #17: pairwise preferences and rankings
+        "pairwise": lambda: pairwise.pairwise_table(study.pairwise, **boot),
+        "pairwise_confusion": lambda: pairwise.confusion_table(study.pairwise),
+        "pairwise_rankings": lambda: pairwise.pairwise_rankings_table(study.pairwise, **boot),
+        "rankings": lambda: pairwise.rankings_table(study.pairwise),
     }
     for name, step in steps.items():
         if progress:
@@ -366,6 +378,7 @@ def paper_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFr
         out.append(("TRACE-Bench Table 2 layout: operator scores per generator, averaged "
                     "over the slot levels, for each judge and the human mean",
                     generators))
+    out += pairwise.pairwise_sections(tables)  # issue #17
     return out
 
 

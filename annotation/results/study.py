@@ -45,6 +45,7 @@ import pandas as pd
 from annotation.results import features
 from annotation.store import Store, items
 from annotation.store import project as project_rows
+from annotation.store.pairs import pair_frames
 
 #: ``--by``: one grouping key, several (their combinations), or none (:func:`output_groups`)
 GroupBy = str | Sequence[str] | None
@@ -87,6 +88,9 @@ class StudyData:
     #: per annotator and submitted item: the speed flags (:func:`annotation.work.gold.speed_flags`)
     speed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["annotator", "output_id", "active_seconds", "fast_own", "fast_floor"]))
+    #: pairs, rankings and their current answers (issue #17,
+    #: :func:`annotation.store.pairs.pair_frames`); empty when the project has none
+    pairwise: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 def output_groups(study: StudyData, by: GroupBy) -> list[tuple[str, set[str] | None]]:
@@ -251,6 +255,7 @@ def load_study(store: Store) -> StudyData:
         adjudicated=_adjudicated(store),
         gold_records=gold_records,
         speed=workflow.speed_flags_df(store),
+        pairwise=pair_frames(store),
     )
 
 

@@ -13,4 +13,8 @@ a judge-validation study must report):
 * :mod:`annotation.stats.reliability`: Krippendorff's alpha (all levels), Fleiss' kappa,
   multi-rater % agreement and AC1, ICC(A,1) and ICC(A,k).
 * :mod:`annotation.stats.alt_test`: the alternative annotator test (Calderon et al., 2025).
+* :mod:`annotation.stats.pairwise`: a pairwise judge against the human preference
+  (accuracy with unparsed = miss, kappa, ties merged, cluster bootstrap; position bias).
+* :mod:`annotation.stats.rankings`: Bradley-Terry strengths with bootstrap intervals,
+  Kendall's W with the ties correction.
 """

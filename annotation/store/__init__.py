@@ -404,6 +404,10 @@ class Store:
             existing["work"] = human_work.stored_rows(self, project.work)
             existing["task_images"] = human_work.image_counts(self)
             existing["image_hashes"] = human_work.image_hashes(self)
+        if project.pairs or project.rankings or project.pair_answers or project.ranking_answers:
+            from annotation.store import pairs
+
+            existing["pairs"] = pairs.stored(self)  # issue #17
         return existing
 
     def question_checklists(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
@@ -559,6 +563,10 @@ class Store:
             from annotation.store import human_work
 
             human_work.write(conn, p.work, import_id)
+        if p.pairs or p.rankings or p.pair_answers or p.ranking_answers:
+            from annotation.store import pairs
+
+            pairs.write(conn, p, import_id)  # issue #17
 
     def _write_annotations(
         self, conn: sqlite3.Connection, annotations: list[Annotation], import_id: int,
@@ -667,6 +675,9 @@ class Store:
         from annotation.store import human_work
 
         p.work = human_work.read_all(self)
+        from annotation.store import pairs
+
+        pairs.read_into(self, p)  # issue #17
         return p
 
 

@@ -77,9 +77,22 @@ ANSWER_KINDS: dict[str, AnswerKind] = {
                          ("instance",)),
 }
 
+#: Issue #17: a person's preference on a pair and order of a ranking's outputs (one answer
+#: per person and item: the key repeats the unit). Written by the same :func:`supersede`;
+#: kept beside :data:`ANSWER_KINDS` (the answers of the four workflows) until a workflow
+#: of the annotate page writes them.
+ITEM_KINDS: dict[str, AnswerKind] = {
+    "pair": AnswerKind("pair_annotations", "pair_annotation_id", "annotator", "pair_id",
+                       ("pair_id",), registry="annotators"),
+    "ranking": AnswerKind("ranking_annotations", "ranking_annotation_id", "annotator",
+                          "ranking_id", ("ranking_id",), registry="annotators"),
+}
+
 
 def _kind(kind: str | AnswerKind) -> AnswerKind:
-    return ANSWER_KINDS[kind] if isinstance(kind, str) else kind
+    if isinstance(kind, str):
+        return ANSWER_KINDS[kind] if kind in ANSWER_KINDS else ITEM_KINDS[kind]
+    return kind
 
 
 def _where_key(k: AnswerKind, key: Mapping[str, Any]) -> tuple[str, list[Any]]:
@@ -224,10 +237,11 @@ class Written:
 
 
 def kind_name(kind: str | AnswerKind) -> str:
-    """The name of an answer kind in :data:`ANSWER_KINDS`."""
+    """The name of an answer kind in :data:`ANSWER_KINDS` (or :data:`ITEM_KINDS`)."""
     if isinstance(kind, str):
         return kind
-    return next(name for name, k in ANSWER_KINDS.items() if k.table == kind.table)
+    return next(name for name, k in (*ANSWER_KINDS.items(), *ITEM_KINDS.items())
+                if k.table == kind.table)
 
 
 def delivered(conn: sqlite3.Connection, client_id: str) -> bool:

@@ -36,7 +36,9 @@ from annotation.store import BUSY_TIMEOUT_MS, now_iso, schema
 from annotation.store.media import media_dir, media_file
 
 COUNTED = ("annotations", "submissions", "flags", "outputs", "files", "users", "audit_log",
-           "prelabel_readings", "conflict_verdicts", "tree_reviews", "conflict_resolutions")
+           "prelabel_readings", "conflict_verdicts", "tree_reviews", "conflict_resolutions",
+           # issue #17: the human answers on pairs and rankings
+           "pair_annotations", "ranking_annotations")
 
 
 class RecoveryError(RuntimeError):

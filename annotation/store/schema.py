@@ -39,6 +39,9 @@ Tables (see ``docs/schema.md`` for every column):
 * Schema 9 (issue #15): a pre-label reading names the content hash of the image it read
   (``prelabel_readings.image_sha256``); ``current_image_readings`` is each verifier's
   newest reading per image and attribute, whichever task it was given in.
+* Schema 12 (issue #17): ``pairs`` and ``rankings`` (pairwise and ranking items), the
+  judges' answers ``pair_judgments`` and ``ranking_judgments``, the humans' answers
+  ``pair_annotations`` and ``ranking_annotations`` (append-only, ``supersedes``).
 """
 
 from __future__ import annotations
@@ -622,6 +625,72 @@ MIGRATIONS.append("""
     CREATE INDEX gold_answers_key
         ON gold_answers(output_id, IFNULL(question_id, ''), IFNULL(criterion, ''));
 """ + append_only_sql("gold_answers", "gold_id", "gold answers"))
+
+# 11 -> 12: pairwise preferences and rankings (issue #17): the items (``pairs``, ``rankings``),
+# the judges' answers (one per judge and item, like ``judgments``; a NULL preference/order
+# is an unparsed answer kept with its raw text) and the humans' answers, append-only with
+# ``supersedes`` like ``annotations`` (``shown_first``: the side the person saw output A on).
+MIGRATIONS.append("""
+    CREATE TABLE pairs (
+        pair_id TEXT PRIMARY KEY,
+        output_a TEXT NOT NULL REFERENCES outputs(output_id),
+        output_b TEXT NOT NULL REFERENCES outputs(output_id),
+        task_id TEXT REFERENCES tasks(task_id),
+        meta TEXT NOT NULL DEFAULT '{}',
+        import_id INTEGER REFERENCES imports(import_id),
+        CHECK (output_a <> output_b)
+    );
+    CREATE TABLE pair_judgments (
+        pair_judgment_id INTEGER PRIMARY KEY,
+        judge TEXT NOT NULL REFERENCES judges(name),
+        pair_id TEXT NOT NULL REFERENCES pairs(pair_id),
+        preference TEXT CHECK (preference IN ('a', 'b', 'tie', 'both_bad')),
+        raw TEXT,
+        import_id INTEGER REFERENCES imports(import_id),
+        UNIQUE (judge, pair_id)
+    );
+    CREATE TABLE pair_annotations (
+        pair_annotation_id INTEGER PRIMARY KEY,
+        annotator TEXT NOT NULL REFERENCES annotators(name),
+        pair_id TEXT NOT NULL REFERENCES pairs(pair_id),
+        preference TEXT NOT NULL CHECK (preference IN ('a', 'b', 'tie', 'both_bad')),
+        shown_first TEXT CHECK (shown_first IN ('a', 'b')),
+        note TEXT,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES pair_annotations(pair_annotation_id),
+        source TEXT NOT NULL DEFAULT 'app',
+        import_id INTEGER REFERENCES imports(import_id)
+    );
+    CREATE INDEX pair_annotations_item ON pair_annotations(pair_id, annotator);
+    CREATE TABLE rankings (
+        ranking_id TEXT PRIMARY KEY,
+        outputs TEXT NOT NULL,
+        task_id TEXT REFERENCES tasks(task_id),
+        import_id INTEGER REFERENCES imports(import_id)
+    );
+    CREATE TABLE ranking_judgments (
+        ranking_judgment_id INTEGER PRIMARY KEY,
+        judge TEXT NOT NULL REFERENCES judges(name),
+        ranking_id TEXT NOT NULL REFERENCES rankings(ranking_id),
+        ranked TEXT,
+        raw TEXT,
+        import_id INTEGER REFERENCES imports(import_id),
+        UNIQUE (judge, ranking_id)
+    );
+    CREATE TABLE ranking_annotations (
+        ranking_annotation_id INTEGER PRIMARY KEY,
+        annotator TEXT NOT NULL REFERENCES annotators(name),
+        ranking_id TEXT NOT NULL REFERENCES rankings(ranking_id),
+        ranked TEXT NOT NULL,
+        note TEXT,
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES ranking_annotations(ranking_annotation_id),
+        source TEXT NOT NULL DEFAULT 'app',
+        import_id INTEGER REFERENCES imports(import_id)
+    );
+    CREATE INDEX ranking_annotations_item ON ranking_annotations(ranking_id, annotator);
+""" + append_only_sql("pair_annotations", "pair_annotation_id", "pair annotations")
+    + append_only_sql("ranking_annotations", "ranking_annotation_id", "ranking annotations"))
 
 SCHEMA_VERSION = len(MIGRATIONS)
 #: the store runs VACUUM once after migrating past this version (migration 6 drops tables)
