@@ -39,6 +39,10 @@ Tables (see ``docs/schema.md`` for every column):
 * Schema 9 (issue #15): a pre-label reading names the content hash of the image it read
   (``prelabel_readings.image_sha256``); ``current_image_readings`` is each verifier's
   newest reading per image and attribute, whichever task it was given in.
+* Schema 10 (issue #16): the role ``adjudicator`` and ``adjudications`` (decisions on
+  disputed checklist answers and tree localizations, append-only).
+* Schema 11 (issue #16): ``gold_answers`` (an admin's known answers of gold items,
+  append-only; never human answers).
 * Schema 12 (issue #17): ``pairs`` and ``rankings`` (pairwise and ranking items), the
   judges' answers ``pair_judgments`` and ``ranking_judgments``, the humans' answers
   ``pair_annotations`` and ``ranking_annotations`` (append-only, ``supersedes``).
