@@ -15,6 +15,7 @@ from annotation.formats.bundle import write_bundle
 from annotation.formats.importers import import_path
 from annotation.records import ImportRefused
 from annotation.store import Store
+from annotation.work import adjudication, gold
 from annotation.work import tree_review as tr
 from annotation.work import verification as vf
 from annotation.work import workflow as wf
@@ -31,6 +32,8 @@ TABLES = (
     ("flags", "flag_id"),
     ("queue_submissions", "submission_id"),
     ("queue_visits", "visit_id"),
+    ("adjudications", "adjudication_id"),
+    ("gold_answers", "gold_id"),
 )
 
 
@@ -106,6 +109,17 @@ def worked(tmp_path) -> Path:
                        box={"node": "N0", "box": [0.1, 0.2, 0.5, 0.6]}, note="hat")
         tr.give_review(store, "rev1", "tr1/m", "f|f2", "persistent", reason="duplication")
         tr.submit_tree(store, "rev1", "tr1/m")
+        # a second reviewer disagrees on g1: a dispute, decided twice by the admin
+        tr.set_settings(store, "admin", overlap=2)
+        tr.give_review(store, "rev2", "tr1/m", "g|g1", "N1", reason="other")
+        tr.submit_tree(store, "rev2", "tr1/m")
+        unit = adjudication.unit_id("tree", "tr1/m", "g|g1")
+        choices = [v for v, _ in adjudication.load_item(store, unit).options]
+        adjudication.decide(store, "admin", unit, choices[0], "the hat comes from N1")
+        adjudication.decide(store, "admin", unit, choices[1], "looked again")
+        # gold: an output marked gold, then its score changed
+        gold.mark(store, "admin", "c2/m", {}, {"visual_quality": 6.0})
+        gold.mark(store, "admin", "c2/m", {}, {"visual_quality": 7.0}, note="sharper")
     return db
 
 
@@ -114,9 +128,10 @@ def test_every_kind_of_human_work_is_in_the_fixture(worked):
     for table, _ in TABLES:
         assert work[table], table
     for table in ("annotations", "prelabel_readings", "conflict_verdicts",
-                  "conflict_resolutions", "tree_reviews"):
+                  "conflict_resolutions", "tree_reviews", "adjudications", "gold_answers"):
         assert any(r["supersedes"] is not None for r in work[table]), table
-    assert {r["kind"] for r in work["queue_submissions"]} == {"annotate", "verify", "trees"}
+    assert {r["kind"] for r in work["queue_submissions"]} == {"annotate", "verify", "trees",
+                                                               "adjudicate"}
 
 
 def test_export_then_import_reproduces_all_human_work(worked, tmp_path):
@@ -177,7 +192,8 @@ def test_a_longer_history_extends_the_stored_one(worked, tmp_path):
 def test_zip_export_round_trip(worked, tmp_path, capsys):
     assert cli(["export", "--db", str(worked), "--out", str(tmp_path / "study.zip"),
                 "--zip"]) == 0
-    assert "tree_reviews 3" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "tree_reviews 4" in out and "adjudications 2" in out and "gold_answers 2" in out
     b = tmp_path / "b.db"
     assert cli(["import", str(tmp_path / "study.zip"), "--db", str(b), "--quiet"]) == 0
     assert _human_work(b) == _human_work(worked)

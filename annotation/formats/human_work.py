@@ -12,10 +12,13 @@ through a bundle keeps all the human work it holds, superseded rows included:
 * ``tree_reviews.jsonl``: a reviewer's localization of a failing operator instance
   ("TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image Generation", App. C.2:
   the diagnostic trees);
+* ``adjudications.jsonl``: an adjudicator's decision on a disputed checklist decision or
+  tree localization; ``gold_answers.jsonl``: an admin's known answers of gold items
+  (issue #16);
 * ``flags.jsonl``, ``submissions.jsonl`` (every workflow kind), ``visits.jsonl`` (active
   time).
 
-The four answer files are append-only histories like the ``annotations`` table: each line
+The six answer files are append-only histories like the ``annotations`` table: each line
 has its own ``id`` (unique within the file) and ``supersedes`` names the ``id`` of the
 line it replaces, which must come earlier in the file and be the current answer to the
 same question by the same person. Images are named by ``task_id`` + ``image_index``.
@@ -49,7 +52,12 @@ REASONS = ("identity_inconsistency", "attribute_mismatch", "duplication", "sourc
            "missing_carrier", "other")
 FLAG_REASONS = ("broken_image", "ambiguous_question", "other")
 #: the workflow kinds of ``submissions.jsonl`` and ``visits.jsonl`` and what their unit is
-QUEUE_UNITS = {"annotate": "output", "verify": "task", "trees": "output"}
+QUEUE_UNITS = {"annotate": "output", "verify": "task", "trees": "output",
+               "adjudicate": "dispute"}
+#: what an adjudication decides (``adjudications.kind``: issue #16)
+ADJUDICATION_KINDS = ("checklist", "tree")
+#: a gold answer's checklist answer (``gold_answers.answer``)
+GOLD_ANSWERS = ("yes", "no", "cant_tell")
 #: the longest line id (``id``, ``supersedes``)
 MAX_ID = 200
 
@@ -110,6 +118,13 @@ FILES: dict[str, WorkFile] = {f.name: f for f in (
           ("origin", "reason", "box", "note", "created_at"), True,
           ("reviewer", "output_id", "instance", "origin", "reason", "box", "note",
            "created_at", "source")),
+    _spec("adjudications.jsonl", "adjudications", ("kind", "item", "target"),
+          ("decision", "note", "decided_by", "created_at"), True,
+          ("kind", "item", "target", "decision", "note", "decided_by", "created_at")),
+    _spec("gold_answers.jsonl", "gold_answers", ("output_id", "question_id", "criterion"),
+          ("answer", "score", "source", "note", "created_by", "created_at"), True,
+          ("output_id", "question_id", "criterion", "answer", "score", "source", "note",
+           "created_by", "created_at")),
     _spec("flags.jsonl", "flags",
           ("annotator", "output_id", "reason", "question_id", "note", "created_at"), (), False,
           ("annotator", "output_id", "reason", "question_id", "note", "created_at")),
@@ -287,6 +302,34 @@ def read_line(spec: WorkFile, obj: dict, rd: Reader, where: tuple[str, int | Non
         text("note", required=False)
         time("created_at")
         text("source", required=False)
+    elif name == "adjudications.jsonl":
+        enum("kind", ADJUDICATION_KINDS)
+        text("item")
+        text("target")
+        text("decision")
+        text("note")
+        text("decided_by")
+        time("created_at")
+        if values.get("note") is not None:
+            values["note"] = values["note"].strip()
+    elif name == "gold_answers.jsonl":
+        text("output_id")
+        text("question_id", required=False)
+        text("criterion", required=False)
+        if (values.get("question_id") is None) == (values.get("criterion") is None):
+            rd.add(*where, "question_id", "give exactly one of 'question_id' and 'criterion'")
+            ok = False
+        enum("answer", GOLD_ANSWERS, required=False)
+        score = obj.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)
+                                  or not math.isfinite(score)):
+            rd.add(*where, "score", f"must be a number or null, not {score!r}")
+            ok = False
+        values["score"] = None if score is None or not ok else float(score)
+        text("source")
+        text("note", required=False, nonempty=False)
+        text("created_by")
+        time("created_at")
     elif name == "flags.jsonl":
         text("annotator")
         text("output_id")
@@ -332,6 +375,8 @@ class Known:
     #: (task id, image index) -> content hash: a reading is of the image, whichever task
     #: showed it (schema 9), so its history is the image's
     image_hashes: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    #: the criteria a gold score may name (None: not checked)
+    criteria: frozenset[str] | None = None
 
     def answer_key(self, spec: WorkFile, values: Mapping[str, Any]) -> tuple[Any, ...]:
         """Which answer a row is: ``spec.key``, except that a pre-label reading is keyed
@@ -372,7 +417,12 @@ def _references(pr: Problems, spec: WorkFile, row: WorkRow, known: Known) -> Non
                   f"no Image_{v['image_idx']}")
     if "output_id" in v:
         output(v["output_id"])
-    if spec.name == "flags.jsonl" and v.get("question_id") is not None:
+    if spec.name == "adjudications.jsonl":
+        output(v.get("item"), "item")
+    if spec.name == "gold_answers.jsonl" and v.get("criterion") is not None \
+            and known.criteria is not None and v["criterion"] not in known.criteria:
+        pr.at(row.origin, "criterion", f"unknown criterion {v['criterion']!r}")
+    if spec.name in ("flags.jsonl", "gold_answers.jsonl") and v.get("question_id") is not None:
         qid = v["question_id"]
         checklist = known.question_checklist.get(qid)
         task_id = known.output_task.get(v["output_id"])
@@ -384,6 +434,16 @@ def _references(pr: Problems, spec: WorkFile, row: WorkRow, known: Known) -> Non
     if "unit" in v:
         if QUEUE_UNITS[v["kind"]] == "task":
             task(v["unit"], "unit")
+        elif QUEUE_UNITS[v["kind"]] == "dispute":  # ["<kind>", "<output>", "<target>"]
+            try:
+                kind, item, _ = json.loads(v["unit"])
+            except (TypeError, ValueError):
+                kind = item = None
+            if kind not in ADJUDICATION_KINDS:
+                pr.at(row.origin, "unit", "an adjudication unit is a JSON list [kind, "
+                      f"output, target] with kind checklist or tree, not {v['unit']!r}")
+            else:
+                output(item, "unit")
         else:
             output(v["unit"], "unit")
 
@@ -602,6 +662,12 @@ def line(name: str, values: Mapping[str, Any], record_id: int | None = None,
                "instance": v["instance"], "origin": v["origin"], "reason": v["reason"],
                "box": None if v["box"] is None else json.loads(v["box"]), "note": v["note"],
                "created_at": v["created_at"], "source": v.get("source")}
+    elif name == "adjudications.jsonl":
+        out = {k: v[k] for k in ("kind", "item", "target", "decision", "note", "decided_by",
+                                 "created_at")}
+    elif name == "gold_answers.jsonl":
+        out = {k: v[k] for k in ("output_id", "question_id", "criterion", "answer", "score",
+                                 "source", "note", "created_by", "created_at")}
     elif name == "flags.jsonl":
         out = {k: v[k] for k in ("annotator", "output_id", "reason", "question_id", "note",
                                  "created_at")}

@@ -501,7 +501,7 @@ def _check_work(ck: _Check, project: ProjectData, targets: _Targets) -> None:
     for image in project.images:
         hashes[(image.task_id, image.index)] = image.file.sha256
     known = human_work.Known(targets.output_task, images, targets.task_checklist,
-                             targets.question_checklist, hashes)
+                             targets.question_checklist, hashes, frozenset(targets.criteria))
     checked = human_work.check(ck.pr, project.work, ck.existing.get("work", {}), known)
     ck.out.work = checked.rows
     ck.unchanged.update(checked.unchanged)

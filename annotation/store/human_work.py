@@ -36,6 +36,11 @@ TABLES: dict[str, tuple[str, str, tuple[str, ...], str | None]] = {
     "tree_reviews.jsonl": ("tree_reviews", "review_id", (
         "reviewer", "output_id", "instance", "origin", "reason", "box", "note", "created_at",
         "source"), "review"),
+    "adjudications.jsonl": ("adjudications", "adjudication_id", (
+        "kind", "item", "target", "decision", "note", "decided_by", "created_at"), None),
+    "gold_answers.jsonl": ("gold_answers", "gold_id", (
+        "output_id", "question_id", "criterion", "answer", "score", "source", "note",
+        "created_by", "created_at"), None),
     "flags.jsonl": ("flags", "flag_id", (
         "annotator", "output_id", "reason", "question_id", "note", "created_at"), None),
     "submissions.jsonl": ("queue_submissions", "submission_id", (
@@ -44,7 +49,8 @@ TABLES: dict[str, tuple[str, str, tuple[str, ...], str | None]] = {
         "kind", "person", "unit", "started_at", "active_seconds"), None),
 }
 _HISTORY = {"prelabel_readings.jsonl", "conflict_verdicts.jsonl",
-            "conflict_resolutions.jsonl", "tree_reviews.jsonl"}
+            "conflict_resolutions.jsonl", "tree_reviews.jsonl", "adjudications.jsonl",
+            "gold_answers.jsonl"}
 
 
 def stored_rows(store: Store, names: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
@@ -133,7 +139,7 @@ def write(conn: sqlite3.Connection, work: Mapping[str, list[WorkRow]], import_id
                                 else written[row.supersedes])
                 if "source" in TABLES[name][2]:
                     values["source"] = values.get("source") or source
-                if kind is None:  # resolutions: one writer of their own, no source
+                if kind is None:  # resolutions, adjudications, gold: no answer kind
                     values["supersedes"] = expected
                     new_id = _insert(conn, table, values)
                 else:
