@@ -55,7 +55,7 @@ COLUMNS = ["judge", "measure", "generator", "design", "n_outputs", "n_labeled",
            "n_outside_sample"]
 
 
-def _scores(study: StudyData, decided: StudyDecisions | None
+def measure_scores(study: StudyData, decided: StudyDecisions | None
             ) -> list[tuple[str, pd.Series, dict[str, pd.Series]]]:
     """(measure, human score per output, {judge: its score per output})."""
     out = []
@@ -87,7 +87,7 @@ def leaderboard_table(study: StudyData, decided: StudyDecisions | None = None, *
     problem = not_uniform(study.design, complete=offered <= scored)
     generator = study.outputs.set_index("output_id").generator
     rows: list[dict[str, Any]] = []
-    for measure, human, by_judge in _scores(study, decided):
+    for measure, human, by_judge in measure_scores(study, decided):
         for judge, judged in sorted(by_judge.items()):
             block = []
             for gen in sorted(generator.unique().astype(str)):

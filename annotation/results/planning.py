@@ -296,11 +296,11 @@ def _ppi_rows(study: StudyData, decided: StudyDecisions, width: float
               ) -> list[dict[str, Any]]:
     """The leaderboard planned with the PPI++ variance at each sample's judge-human r and
     human sd (the unlabelled share shrinks as humans score more: the scaling ignores it)."""
-    from annotation.results.leaderboard import _scores
+    from annotation.results.leaderboard import measure_scores
 
     generator = study.outputs.set_index("output_id").generator.astype(str)
     rows = []
-    for measure, human, by_judge in _scores(study, decided):
+    for measure, human, by_judge in measure_scores(study, decided):
         for judge, judged in sorted(by_judge.items()):
             for gen in sorted(generator.unique()):
                 f_all = judged.reindex(generator.index[generator == gen]).dropna()
