@@ -504,3 +504,28 @@ def test_the_report_command_writes_the_adjudicated_rows(ties, tmp_path):
     assert rows[["reference", "n_decisions"]].values.tolist() == [
         ["human majority", 9], ["human majority (adjudicated)", 12]]
     assert rows.agreement.tolist() == pytest.approx([7 / 9, 9 / 12])
+
+
+def test_the_cli_lists_the_disputes_and_decides_one(ties, capsys):
+    """``judge-audit adjudicate list | decide``: the queue without the app."""
+    from annotation.cli.main import main
+    from tests.helpers.bundles import ensure_account
+
+    assert main(["adjudicate", "list", "--db", str(ties), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert {(r["item"], r["target"]) for r in listed} == set(TIES)
+    assert all(r["decision"] is None and r["options"] == ["yes", "no"] for r in listed)
+    first = listed[0]
+    assert main(["adjudicate", "decide", "--db", str(ties), "--unit", first["unit"],
+                 "--decision", "maybe", "--note", "x"]) == 1
+    assert "decision must be one of yes, no" in capsys.readouterr().err
+    assert main(["adjudicate", "decide", "--db", str(ties), "--unit", first["unit"],
+                 "--decision", "yes", "--note", "x", "--as", "nobody"]) == 1
+    assert "not an account with the role" in capsys.readouterr().err
+    ensure_account(ties, "judy", "adjudicator")
+    assert main(["adjudicate", "decide", "--db", str(ties), "--unit", first["unit"],
+                 "--decision", "yes", "--note", "the cat is there", "--as", "judy"]) == 0
+    capsys.readouterr()
+    assert main(["adjudicate", "list", "--db", str(ties)]) == 0
+    text = capsys.readouterr().out
+    assert "decided 'yes' by judy" in text and f"{len(TIES)} disputed decisions, 1 decided" in text

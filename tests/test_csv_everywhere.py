@@ -34,7 +34,7 @@ from tests.test_hostile_input import _formula_cells, write_hostile_bundle
 WRITES_CSV = {"report", "conflicts", "trees", "history", "tree", "variants",
               "validation-set", "gold", "plan"}
 NO_CSV = {"import", "export", "demo", "serve", "info", "user", "backup", "restore", "check",
-          "sample"}
+          "sample", "adjudicate"}
 EVIL = ['=HYPERLINK("http://evil.example","x")', "@SUM(1+1)", "-evil", "\t=2+3", "\r=1+1",
         "+cmd"]
 

@@ -454,6 +454,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     gold_cli.add_parser(sub)  # judge-audit gold import | list | reset --db DB
 
+    from annotation.cli import adjudicate as adjudicate_cli
+
+    adjudicate_cli.add_parser(sub)  # judge-audit adjudicate list | decide --db DB
+
 
     from annotation.cli import plan as plan_cli
 
