@@ -226,14 +226,9 @@ with st.expander("Planning: how many more outputs for a target interval width"):
             "Assumed value (r, agreement or kappa) when there is no data", -1.0, 1.0, 0.7,
             step=0.05)
         if st.form_submit_button("Plan"):
-            stated = planning.Assumptions(
-                r=assumed if measure in ("plcc", "srcc") else None,
-                p=assumed if measure == "agreement" else None)
             try:
-                plan = planning.plan_table(study, str(measure), float(target))
-                if plan.empty:
-                    plan = planning.plan_table(None, str(measure), float(target),
-                                               assume=stated)
+                plan = planning.plan_or_assume(study, str(measure), float(target),
+                                               float(assumed))
             except ValueError as exc:
                 st.error(str(exc))
             else:

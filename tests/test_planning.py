@@ -240,3 +240,22 @@ def test_scaling_a_pilot_interval_reaches_roughly_the_target_in_simulation():
     assert n == 120
     achieved = float(np.median([width(n) for _ in range(200)]))
     assert achieved == pytest.approx(target, rel=0.1)
+
+
+def test_the_page_plan_uses_the_data_and_falls_back_to_the_stated_value(make_demo_db,
+                                                                         tmp_path):
+    from dataclasses import replace
+
+    from annotation.results.planning import Assumptions, plan_or_assume, plan_table
+    from annotation.results.study import load_study
+    from annotation.store import Store
+
+    with Store.open(make_demo_db(tmp_path / "demo.db")) as store:
+        study = load_study(store)
+    from_data = plan_or_assume(study, "agreement", 0.08, 0.5)
+    assert len(from_data) and from_data.equals(plan_table(study, "agreement", 0.08))
+    no_humans = replace(study, human_answers=study.human_answers.iloc[0:0],
+                        human_scores=study.human_scores.iloc[0:0])
+    stated = plan_or_assume(no_humans, "agreement", 0.08, 0.5)
+    assert len(stated) and stated.equals(plan_table(None, "agreement", 0.08,
+                                                    assume=Assumptions(p=0.5)))

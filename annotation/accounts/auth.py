@@ -41,11 +41,12 @@ from annotation.accounts.sessions import session_valid  # noqa: F401  (re-export
 from annotation.store import Store, now_iso, process_user
 from annotation.store import accounts as accounts_store
 from annotation.store.accounts import AccountRow, AccountRows
+from annotation.store.adjudications import ROLES as adjudication_roles
 from annotation.timestamps import parse_utc, utc_iso
 
 ROLES = ("annotator", "adjudicator", "admin")
-#: the roles that may decide disputed answers (issue #16: the adjudication queue)
-ADJUDICATING = ("adjudicator", "admin")
+#: the roles that may decide disputed answers (issue #16): the adjudications store's
+ADJUDICATING = adjudication_roles
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024
 #: zxcvbn score a password needs (0-4; 3: "safely unguessable", over 10^8 guesses)

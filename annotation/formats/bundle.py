@@ -776,13 +776,10 @@ def _read_annotations(root: Path, rd: _Reader, project: ProjectData) -> None:
             score = rd.number(obj, "score", where)
             if "answer" in obj:
                 rd.add(*where, "answer", "a criterion is scored with 'score', not 'answer'")
-        created = rd.text(obj, "created_at", where, required=False)
-        if created is not None:
-            try:
-                created = normalize_time(created)
-            except ValueError:
-                rd.add(*where, "created_at", f"not an ISO 8601 time: {created!r}")
-                continue
+        good, created = human_work.optional_time(rd, obj, "created_at", where,
+                                                 normalize_time)
+        if not good:
+            continue
         source = rd.text(obj, "source", where, required=False)
         if annotator is None or output_id is None or (answer is None and score is None):
             continue

@@ -149,6 +149,20 @@ def _time(rd: Reader, obj: dict, key: str, where: tuple[str, int | None],
         return None
 
 
+def optional_time(rd: Reader, obj: dict, key: str, where: tuple[str, int | None],
+                  normalize: Callable[[str], str]) -> tuple[bool, str | None]:
+    """``(ok, the time normalized or None)`` of an optional ISO 8601 field (an answer's
+    ``created_at``); a value that is no time is reported at its field."""
+    text = rd.text(obj, key, where, required=False)
+    if text is None:
+        return obj.get(key) is None, None
+    try:
+        return True, normalize(text)
+    except ValueError:
+        rd.add(*where, key, f"not an ISO 8601 time: {text!r}")
+        return False, None
+
+
 def _flag(rd: Reader, obj: dict, key: str, where: tuple[str, int | None], *,
           nullable: bool, default: bool | None = None) -> tuple[bool, int | None]:
     """``(ok, 0/1 or None)`` of a true/false field."""

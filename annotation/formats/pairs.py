@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from annotation.formats.human_work import Reader
+from annotation.formats.human_work import Reader, optional_time
 from annotation.records import (
     PREFERENCES,
     Pair,
@@ -145,13 +145,9 @@ def read_answer(rd: Reader, obj: dict, where: tuple[str, int | None], project: P
     note = None if judge else rd.text(obj, "note", where, required=False, nonempty=False)
     created = source = None
     if not judge:
-        created = rd.text(obj, "created_at", where, required=False)
-        if created is not None:
-            try:
-                created = normalize_time(created)
-            except ValueError:
-                rd.add(*where, "created_at", f"not an ISO 8601 time: {created!r}")
-                return
+        good, created = optional_time(rd, obj, "created_at", where, normalize_time)
+        if not good:
+            return
         source = rd.text(obj, "source", where, required=False)
     if is_pair:
         if "preference" not in obj:

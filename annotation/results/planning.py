@@ -40,7 +40,7 @@ from annotation.results.study import StudyData
 from annotation.stats import planning as sp
 
 __all__ = ["COLUMNS", "MEASURES", "Assumptions", "agreement_rows", "current_widths",
-           "plan_table"]
+           "plan_or_assume", "plan_table"]
 
 MEASURES = ("plcc", "srcc", "agreement", "kappa", "alpha", "leaderboard")
 COLUMNS = ["measure", "judge", "criterion", "generator", "basis", "estimate", "n_now",
@@ -62,13 +62,6 @@ class Assumptions:
     icc_raters: float | None = None
     sd: float | None = None
     outputs: int | None = None
-
-    def any_for(self, measure: str) -> bool:
-        return {"plcc": self.r is not None, "srcc": self.r is not None,
-                "agreement": self.p is not None,
-                "kappa": self.kappa is not None and self.prevalence is not None,
-                "alpha": False,
-                "leaderboard": None not in (self.r, self.sd, self.outputs)}[measure]
 
 
 def _row(measure: str, **values: Any) -> dict[str, Any]:
@@ -238,6 +231,19 @@ def plan_table(study: StudyData | None, measure: str, width: float, *,
     if criterion is not None:
         table = table[table.criterion.isna() | (table.criterion == criterion)]
     return table.reset_index(drop=True)
+
+
+def plan_or_assume(study: StudyData, measure: str, width: float,
+                   assumed: float) -> pd.DataFrame:
+    """The Assignment page's plan: from the study's data, or, when it has none for
+    ``measure``, from one stated value (``assumed``: r for PLCC and SRCC, the agreement
+    for ``agreement``; the other assumptions are ``judge-audit plan``'s options)."""
+    plan = plan_table(study, measure, width)
+    if plan.empty:
+        stated = Assumptions(r=assumed if measure in ("plcc", "srcc") else None,
+                             p=assumed if measure == "agreement" else None)
+        plan = plan_table(None, measure, width, assume=stated)
+    return plan
 
 
 def _data_rows(study: StudyData, measure: str, width: float, *, n_boot: int, seed: int,

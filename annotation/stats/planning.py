@@ -49,8 +49,6 @@ __all__ = ["attenuated_r", "bonett_wright_n0", "clustered_proportion", "design_e
            "ppi_mean_width", "proportion_n", "proportion_width", "scaled_n",
            "spearman_brown", "z_crit"]
 
-MAX_N = 10_000_000
-
 
 def z_crit(conf: float = 0.95) -> float:
     """The two-sided normal critical value (1.96 for 95%)."""

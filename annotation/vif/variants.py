@@ -266,7 +266,7 @@ def make_variant(task: Task, images: Sequence[TaskImage], level: str) -> Variant
             sentences.append(f"{subject} takes this pose: {text[level].strip().rstrip('.')}.")
     body = renumber(strip_erase_clause(task.instruction), new_index, removed)
     instruction = "\n\n".join(p for p in (body, " ".join(sentences)) if p)
-    vid = f"{task.task_id}{SEPARATOR}{name}"
+    vid = variant_task_id(task.task_id, level)
     count = subject_count(meta, ordered)
     variant_meta: dict[str, Any] = {
         "variant_of": task.task_id, "text_variant": name, "image_map": [i.index for i in kept],

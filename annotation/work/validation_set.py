@@ -105,10 +105,6 @@ def balanced_questions(candidates: pd.DataFrame, images: int, questions: int,
     return rows.sort_values(["output_id", "question_id"], ignore_index=True)
 
 
-BALANCES = ("expected", "human", "judge:<name>")
-"""What the set is balanced on: the expected answers, the human majority, or a judge."""
-
-
 def balance_column(balance: str) -> str:
     """The column of the drawn set that ``balance`` balanced: ``pass_answer``,
     ``human_majority`` or ``judge_answer``; ``ValueError`` for another balance."""
