@@ -227,6 +227,38 @@ def test_a_stale_tab_decides_nothing(ties):
         assert decision_rows.decisions_df(store).empty
 
 
+def _failing_submissions(store: Store) -> None:
+    """A real failure at the submission step: a temporary trigger on the store's own
+    connection makes every insert into queue_submissions abort."""
+    store.conn.execute("CREATE TEMP TRIGGER refuse_submission BEFORE INSERT ON"
+                       " queue_submissions BEGIN SELECT RAISE(ABORT, 'disk gone'); END")
+
+
+def test_a_decision_and_its_submission_are_one_write(ties):
+    """A decision whose submission fails leaves nothing behind: no decision row that no
+    submission accounts for, the unit still open (it was three transactions before)."""
+    with Store.open(ties) as store:
+        unit = ad.ROUTER.next(store, "adj")
+        _failing_submissions(store)
+        with pytest.raises(sqlite3.IntegrityError):
+            ad.decide(store, "adj", unit, "yes", "looked", slot=True)
+        assert decision_rows.decisions_df(store, history=True).empty
+        store.conn.execute("DROP TRIGGER refuse_submission")
+        assert ad.ROUTER.next(store, "adj") == unit
+        ad.decide(store, "adj", unit, "yes", "looked again", slot=True)
+        assert len(decision_rows.decisions_df(store, history=True)) == 1
+
+
+def test_a_conflict_decision_and_its_submission_are_one_write(conflict_tie):
+    db, task, kind = conflict_tie
+    with Store.open(db) as store:
+        unit = ad.ROUTER.next(store, "adj")
+        _failing_submissions(store)
+        with pytest.raises(sqlite3.IntegrityError):
+            ad.decide(store, "adj", unit, "conflict", "the hair blows", slot=True)
+        assert cr.load_resolutions(store).empty
+
+
 def test_the_cli_history_shows_adjudications(ties, tmp_path):
     from annotation.cli.main import main
 

@@ -16,6 +16,7 @@ truth of the verified conflict labels.
 
 from __future__ import annotations
 
+import sqlite3
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -50,20 +51,28 @@ def record(store: Store, kind: str, item: str, target: str, decision: str, note:
     (required), superseding the current decision on it; the role (adjudicator or admin)
     is checked in the write's transaction. Returns the new row id. ``ValueError`` for an
     unknown kind or output, an empty decision or note."""
+    with store.transaction(user=actor, role=ROLES) as conn:
+        return insert(conn, kind, item, target, decision, note, actor=actor)
+
+
+def insert(conn: sqlite3.Connection, kind: str, item: str, target: str, decision: str,
+           note: str, *, actor: str) -> int:
+    """:func:`record`'s row, inside the caller's open write transaction (which has checked
+    the session): the adjudication queue writes the decision and the unit's submission in
+    one transaction."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
     if not decision:
         raise ValueError("a decision is needed")
     if not note or not note.strip():
         raise ValueError("a decision needs a note saying why (it stays in the history)")
-    with store.transaction(user=actor, role=ROLES) as conn:
-        if conn.execute("SELECT 1 FROM outputs WHERE output_id = ?", [item]).fetchone() is None:
-            raise ValueError(f"no output {item!r}")
-        old = conn.execute("SELECT adjudication_id FROM current_adjudications WHERE kind = ?"
-                           " AND item = ? AND target = ?", [kind, item, target]).fetchone()
-        cursor = conn.execute(
-            "INSERT INTO adjudications (kind, item, target, decision, note, decided_by,"
-            " created_at, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [kind, item, target, decision, note.strip(), actor, now_iso(),
-             old[0] if old else None])
-        return int(cursor.lastrowid or 0)
+    if conn.execute("SELECT 1 FROM outputs WHERE output_id = ?", [item]).fetchone() is None:
+        raise ValueError(f"no output {item!r}")
+    old = conn.execute("SELECT adjudication_id FROM current_adjudications WHERE kind = ?"
+                       " AND item = ? AND target = ?", [kind, item, target]).fetchone()
+    cursor = conn.execute(
+        "INSERT INTO adjudications (kind, item, target, decision, note, decided_by,"
+        " created_at, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [kind, item, target, decision, note.strip(), actor, now_iso(),
+         old[0] if old else None])
+    return int(cursor.lastrowid or 0)

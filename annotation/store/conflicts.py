@@ -107,20 +107,27 @@ def resolve(store: Store, task_id: str, conflict: str, label: bool, note: str, *
     on the same label (an admin's or an adjudicator's: the session's role is checked in
     the write's transaction). Returns the new row id. ``ValueError`` for an unknown task or
     conflict type or an empty note."""
+    with store.transaction(user=actor, role=ADJUDICATING) as conn:
+        return insert_resolution(conn, task_id, conflict, label, note, actor=actor)
+
+
+def insert_resolution(conn: sqlite3.Connection, task_id: str, conflict: str, label: bool,
+                      note: str, *, actor: str) -> int:
+    """:func:`resolve`'s row, inside the caller's open write transaction (which has checked
+    the session): the adjudication queue writes it and the unit's submission at once."""
     if conflict not in CONFLICT_KEYS:
         raise ValueError(f"conflict must be one of {', '.join(CONFLICT_KEYS)}, not "
                          f"{conflict!r}")
     if not note or not note.strip():
         raise ValueError("a decision needs a note saying why (it stays in the history)")
-    with store.transaction(user=actor, role=ADJUDICATING) as conn:
-        if conn.execute("SELECT 1 FROM tasks WHERE task_id = ?", [task_id]).fetchone() is None:
-            raise ValueError(f"no task {task_id!r}")
-        old = conn.execute("SELECT resolution_id FROM current_conflict_resolutions"
-                           " WHERE task_id = ? AND conflict = ?", [task_id, conflict]
-                           ).fetchone()
-        cursor = conn.execute(
-            "INSERT INTO conflict_resolutions (task_id, conflict, label, note, decided_by,"
-            " created_at, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [task_id, conflict, int(bool(label)), note.strip(), actor, now_iso(),
-             old[0] if old else None])
-        return int(cursor.lastrowid or 0)
+    if conn.execute("SELECT 1 FROM tasks WHERE task_id = ?", [task_id]).fetchone() is None:
+        raise ValueError(f"no task {task_id!r}")
+    old = conn.execute("SELECT resolution_id FROM current_conflict_resolutions"
+                       " WHERE task_id = ? AND conflict = ?", [task_id, conflict]
+                       ).fetchone()
+    cursor = conn.execute(
+        "INSERT INTO conflict_resolutions (task_id, conflict, label, note, decided_by,"
+        " created_at, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [task_id, conflict, int(bool(label)), note.strip(), actor, now_iso(),
+         old[0] if old else None])
+    return int(cursor.lastrowid or 0)

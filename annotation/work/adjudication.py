@@ -417,14 +417,12 @@ def _conflict_item(store: Store, unit: str, task_id: str, conflict: str,
 def decide(store: Store, person: str, unit: str, decision: str, note: str, *,
            slot: bool | None = None, now: datetime | None = None) -> int:
     """Record ``person``'s decision on ``unit`` with its note (required) and submit the
-    unit: first the claim on the unit (:meth:`annotation.work.engine.Router.claim`: a stale
-    tab whose unit went to someone else gets :class:`ItemTaken`, nothing written), then
-    the decision (append-only; a conflict label through
-    :func:`annotation.work.verification.resolve_label`), then the submission. Returns the
-    decision's row id. ``ValueError`` for a decision the unit does not offer or an empty
-    note."""
-    from annotation.work.verification import resolve_label
-
+    unit, in one write transaction: the claim on the unit
+    (:meth:`annotation.work.engine.Router.claim`: a stale tab whose unit went to someone
+    else gets :class:`ItemTaken`, nothing written), the decision (append-only; a conflict
+    label as a row of ``conflict_resolutions``, the one source of the verified labels),
+    the submission and its audit row: all of them or none. Returns the decision's row id.
+    ``ValueError`` for a decision the unit does not offer or an empty note."""
     kind, item, target = parse_unit(unit)
     if not note or not note.strip():
         raise ValueError("a decision needs a note saying why (it stays in the history)")
@@ -432,15 +430,17 @@ def decide(store: Store, person: str, unit: str, decision: str, note: str, *,
     if decision not in offered:
         raise ValueError(f"decision must be one of {', '.join(offered)}, not {decision!r}")
     moment = now or datetime.now(UTC)
-    if slot or (slot is None and store.guard is not None):
-        with queues.writing(store, ROUTER.kind.name, user=person,
-                            role=decision_rows.ROLES) as q:
-            ROUTER.claim(q, person, unit, get_settings(store), moment)
-    if kind == "conflict":
-        row = resolve_label(store, item, target, decision == "conflict", note, actor=person)
-    else:
-        row = decision_rows.record(store, kind, item, target, decision, note, actor=person)
-    with queues.writing(store, ROUTER.kind.name, user=person, role=decision_rows.ROLES) as q:
+    settings = get_settings(store)
+    with store.transaction(user=person, role=decision_rows.ROLES) as conn:
+        q = queues.Queue(conn, ROUTER.kind.name)
+        if slot or (slot is None and store.guard is not None):
+            ROUTER.claim(q, person, unit, settings, moment)
+        if kind == "conflict":
+            row = conflict_rows.insert_resolution(conn, item, target, decision == "conflict",
+                                                  note, actor=person)
+        else:
+            row = decision_rows.insert(conn, kind, item, target, decision, note,
+                                       actor=person)
         q.submit(person, unit)
         q.audit(person, ROUTER.kind.submit_action, unit,
                 {"kind": kind, "item": item, "target": target, "decision": decision,
