@@ -125,6 +125,41 @@ def test_auto_vs_human_case_needs_every_instance():
                                                            "n_agree"]) == (2, 1)
 
 
+def _design_effect_wilson(hits: list[bool], clusters: list[str]) -> tuple[float, float]:
+    """Korn & Graubard's interval by hand: statsmodels' cluster-robust variance of the
+    share, the design effect against p(1-p)/(n-1), the Wilson interval at n/deff * (z/t)^2."""
+    import statsmodels.api as sm
+
+    y = np.asarray(hits, dtype=float)
+    codes = pd.factorize(pd.Series(clusters))[0]
+    fit = sm.OLS(y, np.ones(y.size)).fit(cov_type="cluster", cov_kwds={"groups": codes})
+    n, p, g = y.size, y.mean(), len(set(clusters))
+    deff = max(1.0, fit.bse[0] ** 2 / (p * (1 - p) / (n - 1)))
+    z, t = stats.norm.ppf(0.975), stats.t.ppf(0.975, g - 1)
+    m = n / deff * (z / t) ** 2
+    center = (p * m + z * z / 2) / (m + z * z)
+    half = z * math.sqrt(m) / (m + z * z) * math.sqrt(p * (1 - p) + z * z / (4 * m))
+    return center - half, center + half
+
+
+def test_auto_vs_human_intervals_count_reviewers_of_one_output_once():
+    """Three reviewers on each of twelve outputs agree with each other: the 36 reviews
+    hold about twelve outputs' worth of information, and the interval says so (it was the
+    Wilson interval of 36 independent reviews)."""
+    agree_on = {f"o{i}" for i in range(9)}  # the reviewers agree with the judge on 9 of 12
+    automatic = _automatic([(f"o{i}", "f|f1", "N1", GR, False) for i in range(12)])
+    reviews = _reviews([(r, f"o{i}", "f|f1", "N1" if f"o{i}" in agree_on else "N2a")
+                        for i in range(12) for r in ("a", "b", "c")])
+    pairs = res.review_pairs(reviews, automatic, NODES)
+    node = res.auto_vs_human(pairs).set_index(["level", "operator"]).loc[("node", "Overall")]
+    assert (node.n, node.n_agree) == (36, 27)
+    plain = stats.binomtest(27, 36).proportion_ci(method="wilson")
+    assert node.agreement_hi - node.agreement_lo > 1.5 * (plain.high - plain.low)
+    done = pairs[pairs.status == "compared"]
+    lo, hi = _design_effect_wilson(list(done.agree_node), list(done.output_id))
+    assert (node.agreement_lo, node.agreement_hi) == (pytest.approx(lo), pytest.approx(hi))
+
+
 # ------------------------------------------------------------------ human vs human
 def test_two_reviewers_kappa_by_hand():
     a = ["N1", "N1", "N2a", "N2a", P, P]

@@ -62,7 +62,8 @@ import numpy as np
 import pandas as pd
 
 from annotation.results.trace_cases import case_table, write_cases
-from annotation.stats.agreement import cohen_kappa, contingency_table, wilson_interval
+from annotation.stats.agreement import cohen_kappa, contingency_table
+from annotation.stats.clustered import clustered_wilson
 from annotation.stats.reliability import krippendorff_alpha
 from annotation.store import Store
 from annotation.store import adjudications as adjudication_rows
@@ -394,7 +395,9 @@ def auto_vs_human(pairs: pd.DataFrame) -> pd.DataFrame:
     label), both per operator (f, g, ⊕, C) and Overall; and ``case`` (Overall only): a
     reviewed tree (reviewer x root output) agrees when all its compared instances agree
     on the node. Columns: level, operator, n (compared reviews), n_agree, agreement with
-    its Wilson interval (agreement_lo, agreement_hi), kappa with its interval (Cohen's
+    its Wilson interval at the effective sample size of reviews (or cases) clustered by
+    root output (agreement_lo, agreement_hi;
+    :func:`annotation.stats.clustered.clustered_wilson`), kappa with its interval (Cohen's
     kappa on the k x k table of automatic x human labels, k = n_labels = the union of
     labels used), n_not_a_failure (reviews saying the judge was wrong at the root:
     disagreements), n_passes_at_root and n_no_automatic (reviews left out), n_reviewers,
@@ -410,8 +413,9 @@ def auto_vs_human(pairs: pd.DataFrame) -> pd.DataFrame:
             human = [str(v) for v in done[human_col]]
             auto = [str(v) for v in done[auto_col]]
             n = len(done)
-            agree = sum(h == a for h, a in zip(human, auto, strict=True))
-            ci = wilson_interval(agree, n)
+            hits = [h == a for h, a in zip(human, auto, strict=True)]
+            agree = sum(hits)
+            ci = clustered_wilson(hits, list(done["output_id"]))
             rows.append({
                 "level": level, "operator": op, "n": n, "n_agree": agree,
                 "agreement": ci.estimate, "agreement_lo": ci.lo, "agreement_hi": ci.hi,
@@ -426,7 +430,8 @@ def auto_vs_human(pairs: pd.DataFrame) -> pd.DataFrame:
     cases = done.groupby(["reviewer", "output_id"], sort=True)["agree_node"].agg(
         lambda s: all(bool(v) for v in s))
     k, n = int(cases.sum()), len(cases)
-    ci = wilson_interval(k, n)
+    ci = clustered_wilson([bool(v) for v in cases],
+                          list(cases.index.get_level_values("output_id")))
     rows.append({
         "level": "case", "operator": OVERALL, "n": n, "n_agree": k,
         "agreement": ci.estimate, "agreement_lo": ci.lo, "agreement_hi": ci.hi,
@@ -604,6 +609,18 @@ def passed_instances(automatic: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFra
     return pd.DataFrame(rows, columns=PASSED_COLUMNS)
 
 
+def _review_units(table: pd.DataFrame) -> tuple[list[bool], list[str]]:
+    """One 0/1 per review (failed by the reviewer) of :func:`passed_instances` rows, with
+    its root output as the cluster."""
+    units: list[bool] = []
+    clusters: list[str] = []
+    for output, n, failed in table[["output_id", "n_reviews",
+                                    "n_human_failed"]].itertuples(index=False):
+        units += [True] * int(failed) + [False] * (int(n) - int(failed))
+        clusters += [str(output)] * int(n)
+    return units, clusters
+
+
 def false_passes(automatic: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     """How often the judge passed what a human failed, per operator (f, g, ⊕, C) and
     Overall ("TRACE-Bench: Decomposing and Diagnosing Multi-Reference Image Generation",
@@ -612,11 +629,14 @@ def false_passes(automatic: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
 
     The unit is the review, as in :func:`auto_vs_human`: ``false_pass_rate`` =
     n_human_failed / n_reviews over the reviews of judge-passed instances, with its Wilson
-    (1927) interval; n_judge_passed counts the judge-passed instances (root output x
-    instance), n_reviewed those with a review, n_not_reviewed the others (left out: not
-    reviewed is not agreed). Beside it the other direction, on the reviews of instances
-    the judge fails: ``false_fail_rate`` = n_human_passed (``not_a_failure``) /
-    n_judge_failed_reviews, with its Wilson interval."""
+    (1927) interval at the effective sample size of reviews clustered by root output
+    (several reviewers, several instances of one output:
+    :func:`annotation.stats.clustered.clustered_wilson`); n_judge_passed counts the
+    judge-passed instances (root output x instance), n_reviewed those with a review,
+    n_not_reviewed the others (left out: not reviewed is not agreed). Beside it the other
+    direction, on the reviews of instances the judge fails: ``false_fail_rate`` =
+    n_human_passed (``not_a_failure``) / n_judge_failed_reviews, with its clustered Wilson
+    interval likewise."""
     table = passed_instances(automatic, pairs)
     pairs = pairs if not pairs.empty else pd.DataFrame(columns=PAIR_COLUMNS)
     compared = pairs[pairs["status"] == COMPARED]
@@ -626,10 +646,11 @@ def false_passes(automatic: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
         failed = compared if op == OVERALL else compared[compared["operator"] == op]
         n_reviews = int(part["n_reviews"].sum())
         n_failed = int(part["n_human_failed"].sum())
-        ci = wilson_interval(n_failed, n_reviews)
+        ci = clustered_wilson(*_review_units(part))
         n_judge_failed = len(failed)
         n_human_passed = int((failed["origin"] == NOT_A_FAILURE).sum())
-        back = wilson_interval(n_human_passed, n_judge_failed)
+        back = clustered_wilson(list(failed["origin"] == NOT_A_FAILURE),
+                                list(failed["output_id"]))
         rows.append({
             "operator": op, "n_judge_passed": len(part),
             "n_reviewed": int((part["n_reviews"] > 0).sum()),

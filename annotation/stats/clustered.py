@@ -22,6 +22,13 @@ the **output is the unit of resampling**:
   are cluster k's discordant counts. With one decision per cluster it is McNemar's
   statistic without continuity correction.
 
+* :func:`clustered_wilson`: a proportion over clustered yes/no units (the reviews of one
+  output's operator instances, by several reviewers) with the Wilson interval at the
+  **effective sample size** (Kish's design effect; Korn & Graubard 1998, "Confidence
+  intervals for proportions with small expected number of positive counts estimated from
+  survey data", *Survey Methodology* 24:193): no resampling, so it is defined for small
+  and extreme counts where a bootstrap is not.
+
 No bootstrap interval is given from fewer than :data:`MIN_CLUSTERS` clusters.
 """
 
@@ -29,16 +36,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from annotation.stats.agreement import agreement_from_table, normalize_label
+from annotation.stats.agreement import agreement_from_table, normalize_label, wilson_interval
 from annotation.stats.correlation import percentile_interval
 
-__all__ = ["MIN_CLUSTERS", "cluster_counts", "clustered_agreement", "clustered_mcnemar"]
+__all__ = ["MIN_CLUSTERS", "ClusteredProportion", "cluster_counts", "clustered_agreement",
+           "clustered_mcnemar", "clustered_wilson"]
 
 #: Fewer clusters than this: no bootstrap interval (the percentile interval of a handful
 #: of clusters is far too narrow).
@@ -244,3 +253,68 @@ def clustered_mcnemar(right_a: Any, right_b: Any, clusters: Any = None, *, n_boo
     row["n_boot"] = used
     row["note"] = "; ".join(notes)
     return pd.DataFrame([row])
+
+
+# --------------------------------------------------------------------------- proportions
+@dataclass(frozen=True)
+class ClusteredProportion:
+    """``k / n`` over clustered units with its design-effect Wilson interval."""
+
+    k: int
+    n: int
+    estimate: float
+    lo: float
+    hi: float
+    n_clusters: int
+    design_effect: float
+    conf: float
+
+
+def clustered_wilson(successes: Any, clusters: Any = None, conf: float = 0.95
+                     ) -> ClusteredProportion:
+    """The share of ``successes`` (one 0/1 per unit) with a Wilson interval that accounts
+    for units in clusters (``clusters``: one label per unit; None: independent units).
+
+    The estimate is the pooled share ``p = k / n``. Its variance is the ratio
+    (linearisation) estimator over the G clusters,
+    ``v = G / (G - 1) * sum_g (k_g - p n_g)^2 / n^2``, which is the cluster-robust variance
+    of an intercept-only regression (statsmodels ``OLS(...).fit(cov_type="cluster")``).
+    The design effect ``d = v / (p (1 - p) / (n - 1))`` (against the variance estimate of
+    a simple random sample of n units, so that singleton clusters give exactly 1) is
+    floored at 1 (Korn & Graubard 1998, Sec. 2: clustering is not let to narrow the
+    interval) and the Wilson (1927) interval is
+    taken at the effective size ``n* = n / d * (z / t)^2`` with ``p n*`` successes, ``t``
+    the Student quantile on G - 1 degrees of freedom (Kish 1965, *Survey Sampling*, 8.2;
+    Korn & Graubard, Sec. 2, their degrees-of-freedom adjusted effective size). With one
+    unit per cluster, fewer than two clusters, or p = 0 or 1 (no variance to estimate:
+    d = 1), it is the plain Wilson interval of :func:`annotation.stats.agreement.wilson_interval`.
+    """
+    y = np.asarray(successes, dtype=float)
+    if y.ndim != 1 or not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError("successes must be a 1-d sequence of 0/1 (or booleans)")
+    n = int(y.size)
+    k = int(y.sum())
+    if clusters is None:
+        codes, g = np.arange(n), n
+    else:
+        codes, g = _codes(clusters, n)
+    if n == 0:
+        return ClusteredProportion(0, 0, math.nan, math.nan, math.nan, 0, math.nan, conf)
+    p = k / n
+    deff = 1.0
+    if g >= 2 and 0 < k < n:
+        k_g = np.bincount(codes, weights=y, minlength=g)
+        n_g = np.bincount(codes, minlength=g).astype(float)
+        v = g / (g - 1) * float(((k_g - p * n_g) ** 2).sum()) / n**2
+        deff = max(1.0, v / (p * (1 - p) / (n - 1)))
+    if deff == 1.0:
+        plain = wilson_interval(k, n, conf)
+        return ClusteredProportion(k, n, plain.estimate, plain.lo, plain.hi, g, 1.0, conf)
+    z = float(stats.norm.ppf(0.5 + conf / 2))
+    t = float(stats.t.ppf(0.5 + conf / 2, g - 1))
+    n_eff = n / deff * (z / t) ** 2
+    den = n_eff + z * z
+    center = (p * n_eff + z * z / 2) / den
+    half = z * math.sqrt(n_eff) / den * math.sqrt(p * (1 - p) + z * z / (4 * n_eff))
+    return ClusteredProportion(k, n, p, max(0.0, center - half), min(1.0, center + half), g,
+                               deff, conf)
