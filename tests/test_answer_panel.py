@@ -332,6 +332,67 @@ def test_the_route_never_holds_more_than_its_limit():
     assert call_route(SAME | cookie, streamed)[0] == 413
 
 
+def test_an_answer_does_not_wait_for_a_full_worker_pool():
+    """While every thread of Starlette's shared worker pool is busy (a few browsers loading
+    the app: each static-file read is a job there), the answer route still answers: it
+    has threads of its own. On the shared pool it would wait for the slow jobs."""
+    import threading
+
+    import anyio
+    import anyio.to_thread
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    release = threading.Event()
+
+    async def slow(request) -> Response:  # a static file read that takes its time
+        await run_in_threadpool(release.wait, 30)
+        return Response()
+
+    app = Starlette(routes=[Route("/slow", slow, methods=["POST"]), *answer_panel.routes()])
+
+    async def post(path: str, headers: dict[str, str], body: bytes) -> int:
+        sent: list[dict] = []
+        done = False
+
+        async def receive() -> dict:
+            nonlocal done
+            if not done:
+                done = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await anyio.sleep_forever()
+            return {}  # pragma: no cover
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": path, "query_string": b"",
+                 "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+                 "scheme": "http", "server": ("127.0.0.1", 8501),
+                 "client": ("127.0.0.1", 5000), "root_path": ""}
+        await app(scope, receive, send)
+        return int(sent[0]["status"])
+
+    async def main() -> int:
+        pool = anyio.to_thread.current_default_thread_limiter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(int(pool.total_tokens) + 5):
+                tg.start_soon(post, "/slow", {}, b"")
+            with anyio.fail_after(20):
+                while pool.borrowed_tokens < pool.total_tokens:
+                    await anyio.sleep(0.01)
+            try:
+                with anyio.fail_after(10):
+                    return await post(answer_panel.ROUTE_ANSWERS,
+                                      SAME | {"Cookie": "ja_session=x"}, b"not json")
+            finally:
+                release.set()
+
+    assert anyio.run(main) == 400  # answered (a body that is not a delivery)
+
+
 def test_the_route_refuses_a_malformed_origin_and_other_sites():
     for origin in ("http://[::1", "http://evil.example", "null", ""):
         status, _ = call_route({"Origin": origin, "Host": "127.0.0.1:8501",

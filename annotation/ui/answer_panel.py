@@ -157,9 +157,29 @@ def deliver_body(token: str | None, body: bytes) -> tuple[int, dict[str, Any]]:
     return 200, deliveries.receipts_json(receipts)
 
 
+#: worker threads of the answer route's own: Starlette runs every static-file read of a
+#: page load (a stat and each 64 KiB chunk) as a job on the shared worker pool, whose one
+#: limiter (40 threads) a few browsers loading the app fill; an answer must not queue
+#: behind them (the soak's key-to-database delays while 20 annotators sign in)
+ANSWER_THREADS = 8
+_limiter: Any = None
+
+
+def answer_limiter() -> Any:
+    """The route's own ``anyio.CapacityLimiter`` (made on first use, in the event loop)."""
+    global _limiter
+    if _limiter is None:
+        import anyio
+
+        _limiter = anyio.CapacityLimiter(ANSWER_THREADS)
+    return _limiter
+
+
 def routes() -> list[Any]:
     """The panel's route (for ``st.App(routes=...)``)."""
-    from starlette.concurrency import run_in_threadpool
+    from functools import partial
+
+    import anyio.to_thread
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
@@ -183,8 +203,9 @@ def routes() -> list[Any]:
             if len(body) > MAX_BODY:
                 return JSONResponse({"error": "too large"}, status_code=413)
         try:
-            status, payload = await run_in_threadpool(
-                deliver_body, request.cookies.get(sessions.COOKIE_NAME), bytes(body))
+            status, payload = await anyio.to_thread.run_sync(
+                partial(deliver_body, request.cookies.get(sessions.COOKIE_NAME), bytes(body)),
+                limiter=answer_limiter())
         except Exception as exc:  # logged with an incident id; the panel keeps the answers
             incident = log_incident(exc)
             status, payload = 500, {"error": f"the server had an error (incident {incident})",
