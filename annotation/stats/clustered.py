@@ -35,7 +35,7 @@ No bootstrap interval is given from fewer than :data:`MIN_CLUSTERS` clusters.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +46,8 @@ from scipy import stats
 from annotation.stats.agreement import agreement_from_table, normalize_label, wilson_interval
 from annotation.stats.correlation import percentile_interval
 
-__all__ = ["MIN_CLUSTERS", "ClusteredProportion", "cluster_counts", "clustered_agreement",
+__all__ = ["MIN_CLUSTERS", "ClusteredProportion", "cluster_bootstrap", "cluster_counts",
+           "clustered_agreement",
            "clustered_mcnemar", "clustered_wilson"]
 
 #: Fewer clusters than this: no bootstrap interval (the percentile interval of a handful
@@ -68,6 +69,32 @@ def cluster_counts(rng: np.random.Generator, n_clusters: int, n_boot: int
         offsets = draws + (np.arange(b) * n_clusters)[:, None]
         yield np.bincount(offsets.ravel(), minlength=b * n_clusters).reshape(b, n_clusters)
         done += b
+
+
+def cluster_bootstrap(cells: np.ndarray,
+                      statistics: Callable[[np.ndarray], Mapping[str, np.ndarray]],
+                      point: Mapping[str, float], *, n_boot: int, seed: int | None,
+                      conf: float) -> tuple[dict[str, tuple[float, float]], int]:
+    """Percentile cluster-bootstrap intervals (module docstring) of the statistics named
+    in ``point`` (their estimates on all the data): ``cells`` holds each cluster's counts
+    (one row per cluster), ``statistics`` maps resampled count rows (B, ...) to each
+    statistic's B values. Returns the intervals by name and the number of resamples in
+    which every statistic with a finite estimate was defined (the smallest)."""
+    n_clusters = cells.shape[0]
+    rng = np.random.default_rng(seed)
+    boot: dict[str, list[np.ndarray]] = {s: [] for s in point}
+    for w in cluster_counts(rng, n_clusters, n_boot):
+        values = statistics(w @ cells)
+        for s in point:
+            boot[s].append(values[s])
+    intervals: dict[str, tuple[float, float]] = {}
+    counts = []
+    for s, estimate in point.items():
+        arr = np.concatenate(boot[s])
+        intervals[s] = percentile_interval(arr, conf, n_clusters)
+        if math.isfinite(estimate):
+            counts.append(int(np.isfinite(arr).sum()))
+    return intervals, min(counts) if counts else 0
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -173,19 +200,10 @@ def clustered_agreement(judge: Any, reference: Any, clusters: Any = None, *,
     if n_clusters < MIN_CLUSTERS:
         notes.append(f"fewer than {MIN_CLUSTERS} outputs: no bootstrap interval")
     elif n_boot > 0:
-        rng = np.random.default_rng(seed)
-        boot: dict[str, list[np.ndarray]] = {s: [] for s in intervals}
-        for w in cluster_counts(rng, n_clusters, n_boot):
-            values = _cell_stats(w @ cells)
-            for s in intervals:
-                boot[s].append(values[s])
-        counts = []
-        for s in intervals:
-            arr = np.concatenate(boot[s])
-            row[f"{s}_lo"], row[f"{s}_hi"] = percentile_interval(arr, conf, n_clusters)
-            if math.isfinite(row[s]):
-                counts.append(int(np.isfinite(arr).sum()))
-        used = min(counts) if counts else 0
+        found, used = cluster_bootstrap(cells, _cell_stats, {s: row[s] for s in intervals},
+                                        n_boot=n_boot, seed=seed, conf=conf)
+        for s, (lo, hi) in found.items():
+            row[f"{s}_lo"], row[f"{s}_hi"] = lo, hi
     if not row["n_decisions"]:
         notes.append("no decisions")
     elif not math.isfinite(row["kappa"]):

@@ -40,8 +40,7 @@ import pandas as pd
 
 from annotation.records import PREFERENCES
 from annotation.stats.agreement import wilson_interval
-from annotation.stats.clustered import MIN_CLUSTERS, cluster_counts
-from annotation.stats.correlation import percentile_interval
+from annotation.stats.clustered import MIN_CLUSTERS, cluster_bootstrap
 
 __all__ = ["UNPARSED", "confusion", "human_reference", "pairwise_agreement", "position_bias"]
 
@@ -117,19 +116,11 @@ def pairwise_agreement(verdict: Sequence[str | None], reference: Sequence[str],
     if n_clusters < MIN_CLUSTERS:
         notes.append(f"fewer than {MIN_CLUSTERS} clusters: no bootstrap interval")
     elif n_boot > 0:
-        rng = np.random.default_rng(seed)
-        boot: dict[str, list[np.ndarray]] = {s: [] for s in _STATS}
-        for w in cluster_counts(rng, n_clusters, n_boot):
-            values = _statistics((w @ per_cluster).reshape(-1, 4, 5))
-            for s in _STATS:
-                boot[s].append(values[s])
-        counts = []
-        for s in _STATS:
-            arr = np.concatenate(boot[s])
-            row[f"{s}_lo"], row[f"{s}_hi"] = percentile_interval(arr, conf, n_clusters)
-            if math.isfinite(row[s]):
-                counts.append(int(np.isfinite(arr).sum()))
-        used = min(counts) if counts else 0
+        found, used = cluster_bootstrap(
+            per_cluster, lambda m: _statistics(m.reshape(-1, 4, 5)),
+            {s: row[s] for s in _STATS}, n_boot=n_boot, seed=seed, conf=conf)
+        for s, (lo, hi) in found.items():
+            row[f"{s}_lo"], row[f"{s}_hi"] = lo, hi
     if not reference:
         notes.append("no pair with a human reference")
     elif not math.isfinite(row["kappa"]):
