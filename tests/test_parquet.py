@@ -281,7 +281,7 @@ def test_export_of_pairs_and_rankings_with_their_history(tmp_path):
         import_path(store, write_hostile_bundle(tmp_path / "hostile"))
     assert main(["export", "--db", str(other), "--parquet", str(out), "--quiet"]) == 0
     _check_export(other, out)
-    assert not (out / "pairs" / "pairs.parquet").exists()
+    assert not (out / "pairs").exists()
 
 
 def test_hostile_text_stays_data(tmp_path):
@@ -297,6 +297,9 @@ def test_hostile_text_stays_data(tmp_path):
     front, body = _card(out)
     assert front["pretty_name"] == name and front["license"] == 'a "quoted"\nlicense'
     assert body.splitlines()[1] == "# " + " ".join(name.split())
+    guidelines = body.split("## Annotation guidelines")[1].split("## Loading")[0]
+    assert "GUIDE" in guidelines
+    assert all(line.startswith(">") for line in guidelines.strip().splitlines()[2:])
     conn = sqlite3.connect(db)
     try:
         tasks = [r[0] for r in conn.execute("SELECT task_id FROM tasks ORDER BY rowid")]
@@ -309,8 +312,13 @@ def test_export_needs_a_target_and_an_existing_database(tmp_path, capsys):
     assert main(["export", "--db", str(tmp_path / "none.db"), "--parquet",
                  str(tmp_path / "d")]) == 1
     assert not (tmp_path / "none.db").exists() and not (tmp_path / "d").exists()
+    assert main(["export", "--db", str(tmp_path / "none.db"), "--out",
+                 str(tmp_path / "b")]) == 1
+    assert not (tmp_path / "none.db").exists() and not (tmp_path / "b").exists()
     assert main(["export", "--db", str(tmp_path / "none.db")]) == 2
     assert "--parquet" in capsys.readouterr().err
+    assert main(["export", "--db", str(tmp_path / "none.db"), "--parquet",
+                 str(tmp_path / "d"), "--zip"]) == 2  # --zip is of the bundle (--out)
 
 
 def test_datasets_loads_every_config(make_demo_db, tmp_path):

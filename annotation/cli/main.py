@@ -74,9 +74,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """The project as a bundle (``--out``) and/or a Parquet dataset with its card
     (``--parquet``, :mod:`annotation.formats.dataset`)."""
-    if not (args.out or args.parquet):
-        print("export: give --out DIR (a bundle) or --parquet DIR (a dataset), or both",
-              file=sys.stderr)
+    if not (args.out or args.parquet) or (args.zip and not args.out):
+        print("export: give --out DIR (a bundle; --zip: a .zip) or --parquet DIR (a "
+              "dataset), or both", file=sys.stderr)
         return 2
     if not Path(args.db).exists():
         print(f"{args.db}: no such database", file=sys.stderr)

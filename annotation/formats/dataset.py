@@ -6,7 +6,7 @@ data_dir="DIR/<name>")`` read one table), and a dataset card ``DIR/README.md`` i
 Hugging Face style: YAML front matter with ``license`` and one ``configs`` entry per file
 (``datasets.load_dataset("DIR", "<name>")``), then the columns of every file with their
 meaning, the row counts, the sampling design (:mod:`annotation.results.design`), the
-schema version and the judge-audit version.
+annotation guidelines, the schema version and the judge-audit version.
 
 What is in it is what the bundle export (:func:`annotation.formats.bundle.write_bundle`)
 holds, an admin's artefact like it: tasks and their checklist questions, criteria and
@@ -350,6 +350,8 @@ def write_dataset(store: Store, out: Path, *, license: str = DEFAULT_LICENSE
         stale = folder / f"{spec.name}.parquet"
         if table.num_rows == 0 and not spec.always:
             stale.unlink(missing_ok=True)  # a file of an earlier export into DIR
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
             continue
         folder.mkdir(exist_ok=True)
         pq.write_table(table, stale)
@@ -421,6 +423,12 @@ def dataset_card(store: Store, counts: dict[str, int], *,
         lines += [f"### {spec.name}", "", f"One row per {spec.row}; {counts[spec.name]} "
                   "rows.", "", "| column | type | meaning |", "|---|---|---|"]
         lines += [f"| `{c.name}` | {c.type} | {_cell(c.meaning)} |" for c in spec.columns]
+        lines.append("")
+    guidelines = info.get("guidelines")
+    if guidelines:
+        lines += ["## Annotation guidelines", "", "What the annotators were shown, as "
+                  "written in the project:", ""]
+        lines += ["> " + line if line else ">" for line in str(guidelines).splitlines()]
         lines.append("")
     lines += ["## Loading", "", "```python", "import pandas as pd",
               'annotations = pd.read_parquet("DIR/annotations")', "",
