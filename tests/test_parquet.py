@@ -345,3 +345,29 @@ def test_card_is_readable_without_yaml_quirks(make_demo_db, tmp_path):
     front, body = _card(out)
     assert isinstance(front["license"], str) and isinstance(front["configs"], list)
     assert len(body.split("| column | type | meaning |")) - 1 == len(front["configs"])
+
+
+def test_files_are_written_in_batches_of_bounded_size(make_demo_db, tmp_path):
+    """A large table is read and written a batch at a time (row groups): the same rows and
+    types as in one piece; an always-written file with no rows keeps its columns."""
+    from annotation.formats.dataset import write_file
+
+    db = make_demo_db(tmp_path / "demo.db")
+    spec = next(s for s in FILES if s.name == "annotations")
+    with Store.open(db) as store:
+        whole = write_file(store, spec, tmp_path / "whole.parquet")
+        pieces = write_file(store, spec, tmp_path / "pieces.parquet", batch_rows=100)
+        empty_spec = next(s for s in FILES if s.name == "flags")
+        assert write_file(store, empty_spec, tmp_path / "flags.parquet") == 0
+        assert not (tmp_path / "flags.parquet").exists()  # flags: only when there are some
+    assert whole == pieces == _counts(db)["annotations"] > 100
+    assert pq.ParquetFile(tmp_path / "pieces.parquet").metadata.num_row_groups == \
+        -(-pieces // 100)
+    assert pq.read_table(tmp_path / "pieces.parquet").equals(
+        pq.read_table(tmp_path / "whole.parquet"))
+    empty = tmp_path / "empty.db"
+    with Store.open(empty) as store:
+        assert write_file(store, spec, tmp_path / "none.parquet") == 0
+    back = pq.read_table(tmp_path / "none.parquet")
+    assert back.num_rows == 0 and back.column_names == [c.name for c in spec.columns]
+    assert pa.types.is_int64(back.schema.field("supersedes").type)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -315,8 +316,22 @@ def _arrow_type(name: str) -> Any:
             "bool": pa.bool_()}[name]
 
 
-def read_rows(store: Store, spec: DatasetFile) -> Any:
-    """The file's rows as a ``pyarrow.Table`` with the declared column types."""
+#: rows read from the database and written as one Parquet row group at a time, so the
+#: memory of an export does not grow with the number of judge answers
+BATCH_ROWS = 65_536
+
+
+def arrow_schema(spec: DatasetFile) -> Any:
+    """The ``pyarrow.Schema`` of a file: its declared column types."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(c.name, _arrow_type(c.type)) for c in spec.columns])
+
+
+def read_batches(store: Store, spec: DatasetFile, batch_rows: int = BATCH_ROWS
+                 ) -> Iterator[Any]:
+    """The file's rows as ``pyarrow.Table`` batches of at most ``batch_rows`` rows with the
+    declared column types (SQLite's 0/1 as booleans)."""
     import pyarrow as pa
 
     cur = store.conn.execute(spec.sql)
@@ -324,38 +339,58 @@ def read_rows(store: Store, spec: DatasetFile) -> Any:
     expected = [c.name for c in spec.columns]
     if names != expected:  # a query and its documentation went apart: a bug of ours
         raise AssertionError(f"{spec.name}: query columns {names} != documented {expected}")
-    rows = cur.fetchall()
-    arrays = []
-    for i, column in enumerate(spec.columns):
-        values = [r[i] for r in rows]
-        if column.type == "bool":
-            values = [None if v is None else bool(v) for v in values]
-        arrays.append(pa.array(values, type=_arrow_type(column.type)))
-    schema = pa.schema([pa.field(c.name, _arrow_type(c.type)) for c in spec.columns])
-    return pa.Table.from_arrays(arrays, schema=schema)
+    schema = arrow_schema(spec)
+    while rows := cur.fetchmany(batch_rows):
+        arrays = []
+        for i, column in enumerate(spec.columns):
+            values = [r[i] for r in rows]
+            if column.type == "bool":
+                values = [None if v is None else bool(v) for v in values]
+            arrays.append(pa.array(values, type=schema.field(i).type))
+        yield pa.Table.from_arrays(arrays, schema=schema)
+
+
+def write_file(store: Store, spec: DatasetFile, path: Path,
+               batch_rows: int = BATCH_ROWS) -> int:
+    """Write the file ``spec`` to ``path`` batch by batch (:func:`read_batches`); the rows
+    written. Nothing is written when there are none, unless the file is ``always``
+    written (then with its columns and no rows)."""
+    import pyarrow.parquet as pq
+
+    writer = None
+    n = 0
+    try:
+        for batch in read_batches(store, spec, batch_rows):
+            if writer is None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                writer = pq.ParquetWriter(path, batch.schema)
+            writer.write_table(batch)
+            n += batch.num_rows
+        if writer is None and spec.always:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(arrow_schema(spec).empty_table(), path)
+    finally:
+        if writer is not None:
+            writer.close()
+    return n
 
 
 def write_dataset(store: Store, out: Path, *, license: str = DEFAULT_LICENSE
                   ) -> dict[str, int]:
     """Write the project in ``store`` as Parquet files and a dataset card in ``out``
     (module docstring); return the rows written per file."""
-    import pyarrow.parquet as pq
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     for spec in FILES:
-        table = read_rows(store, spec)
         folder = out / spec.name
-        stale = folder / f"{spec.name}.parquet"
-        if table.num_rows == 0 and not spec.always:
-            stale.unlink(missing_ok=True)  # a file of an earlier export into DIR
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
-            continue
-        folder.mkdir(exist_ok=True)
-        pq.write_table(table, stale)
-        counts[spec.name] = table.num_rows
+        path = folder / f"{spec.name}.parquet"
+        path.unlink(missing_ok=True)  # a file of an earlier export into DIR
+        n = write_file(store, spec, path)
+        if path.exists():
+            counts[spec.name] = n
+        elif folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
     (out / CARD).write_text(dataset_card(store, counts, license=license), encoding="utf-8")
     return counts
 
