@@ -2,6 +2,7 @@
 
     judge-audit import SOURCE --db DB [--format F] [--quiet]
     judge-audit export --db DB --out DIR [--zip]
+    judge-audit export --db DB --parquet DIR [--license L]
     judge-audit demo --db DB
     judge-audit serve [--db DB] [--port P] [--host H]
     judge-audit check --db DB [--json]
@@ -35,6 +36,7 @@ from annotation import project_files
 from annotation.accounts import auth
 from annotation.formats.importers import FORMATS, import_path
 from annotation.records import ImportRefused
+from annotation.results.export import TABLE_FORMATS
 from annotation.store import SchemaTooNew, Store
 
 
@@ -70,6 +72,29 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """The project as a bundle (``--out``) and/or a Parquet dataset with its card
+    (``--parquet``, :mod:`annotation.formats.dataset`)."""
+    if not (args.out or args.parquet) or (args.zip and not args.out):
+        print("export: give --out DIR (a bundle; --zip: a .zip) or --parquet DIR (a "
+              "dataset), or both", file=sys.stderr)
+        return 2
+    if not Path(args.db).exists():
+        print(f"{args.db}: no such database", file=sys.stderr)
+        return 1
+    if args.out:
+        _export_bundle(args)
+    if args.parquet:
+        from annotation.formats.dataset import write_dataset
+
+        with Store.open(args.db) as store:
+            counts = write_dataset(store, Path(args.parquet), license=args.license)
+        if not args.quiet:
+            print(f"exported to {args.parquet}: "
+                  + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return 0
+
+
+def _export_bundle(args: argparse.Namespace) -> None:
     out = Path(args.out)
     with Store.open(args.db) as store:
         project = store.read_project()
@@ -85,7 +110,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         target = str(out)
     if not args.quiet:
         print(f"exported to {target}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -171,7 +195,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    written = write_report(tables, Path(args.out), title=title, study=study)
+    written = write_report(tables, Path(args.out), title=title, study=study,
+                           fmt=args.table_format)
     if not args.quiet:
         for path in written:
             print(path)
@@ -346,10 +371,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("export", help="write the project as a bundle")
+    p = sub.add_parser("export", help="write the project as a bundle (--out) or as Parquet "
+                       "files with a dataset card (--parquet)")
     p.add_argument("--db", required=True)
-    p.add_argument("--out", required=True, help="bundle folder to write (or .zip with --zip)")
+    p.add_argument("--out", help="bundle folder to write (or .zip with --zip)")
     p.add_argument("--zip", action="store_true", help="write a .zip instead of a folder")
+    p.add_argument("--parquet", metavar="DIR",
+                   help="folder for the Parquet files (tasks, outputs, judge and human "
+                        "answers with their history, ...) and their dataset card README.md")
+    p.add_argument("--license", default="unspecified",
+                   help="the license: field of the dataset card (default unspecified)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_export)
 
@@ -358,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("report", help="judge-validation tables (CSV) and report.html")
+    p = sub.add_parser("report", help="judge-validation tables (CSV, Parquet) and report.html")
     p.add_argument("--db", required=True)
     p.add_argument("--out", required=True, help="folder for the CSV files and report.html")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
@@ -378,6 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="checklist questions a judge never answered: left out and counted "
                         "(omit, the default) or failed, i.e. scored 0 (fail: the DSG "
                         "authors' convention, to reproduce their figures)")
+    p.add_argument("--format", dest="table_format", choices=TABLE_FORMATS, default="csv",
+                   help="write each table as CSV (the default), Parquet, or both")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_report)
 

@@ -12,6 +12,12 @@ Every CSV the product writes goes through :func:`write_csv` (or :func:`csv_text`
 download): ``judge-audit report``, ``conflicts``, ``trees``, ``history --csv``, ``tree
 --out`` and the CSV downloads of the admin pages. ``annotation.results.report`` re-exports
 :func:`neutralize_table` and :data:`FORMULA_STARTS`.
+
+The same tables can also be written as Parquet (issue #18, item 5: ``judge-audit report
+--format parquet|both``) through the one table writer, :func:`write_table`: a Parquet file
+is typed data, not a spreadsheet, so its cells are the table's own values (no ``'`` in
+front); a text column whose cells mix Python types is written as text
+(:func:`arrow_safe`), as Arrow needs one type per column.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
@@ -60,3 +67,53 @@ def write_csv(table: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     neutralize_table(table).to_csv(path, index=False, encoding="utf-8", lineterminator="\r\n")
     return path
+
+
+TableFormat = Literal["csv", "parquet", "both"]
+#: ``--format`` of ``judge-audit report``: which files each table is written as
+TABLE_FORMATS: tuple[TableFormat, ...] = ("csv", "parquet", "both")
+
+
+def arrow_safe(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with every text column whose cells mix Python types (a yaw in degrees
+    beside a yes/no reading) as text: Arrow (``st.dataframe``, Parquet) needs one type per
+    column. Missing cells stay missing; the CSV files keep the original values."""
+    mixed = {}
+    for column in table.columns:
+        if table[column].dtype == object:
+            kinds = {type(v) for v in table[column] if v is not None and v == v}
+            if len(kinds) > 1:
+                mixed[column] = table[column].map(
+                    lambda v: v if v is None or v != v else str(v))
+    return table.assign(**mixed) if mixed else table
+
+
+def write_parquet(table: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write ``table`` as Parquet (no index) to ``path``; return the path. Integer, float,
+    boolean and text columns keep their types, missing cells are nulls; column names are
+    written as text (a column named by a tuple, as ``a/b``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    safe = arrow_safe(table)
+    names = ["/".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in safe.columns]
+    if names != list(safe.columns):
+        safe = safe.set_axis(names, axis=1)
+    pq.write_table(pa.Table.from_pandas(safe, preserve_index=False), path)
+    return path
+
+
+def write_table(table: pd.DataFrame, folder: str | os.PathLike[str], name: str,
+                fmt: TableFormat = "csv") -> list[Path]:
+    """The one table writer of the report files: ``<name>.csv`` (:func:`write_csv`),
+    ``<name>.parquet`` (:func:`write_parquet`) or both in ``folder``; the paths written."""
+    if fmt not in TABLE_FORMATS:
+        raise ValueError(f"format {fmt!r}: expected one of {', '.join(TABLE_FORMATS)}")
+    folder = Path(folder)
+    written = []
+    if fmt in ("csv", "both"):
+        written.append(write_csv(table, folder / f"{name}.csv"))
+    if fmt in ("parquet", "both"):
+        written.append(write_parquet(table, folder / f"{name}.parquet"))
+    return written

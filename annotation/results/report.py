@@ -72,8 +72,8 @@ from annotation.results.checklist import (
 from annotation.results.decisions import UNANSWERED
 from annotation.results.design import design_sentence, design_table
 from annotation.results.export import FORMULA_STARTS as FORMULA_STARTS  # re-exported
+from annotation.results.export import TableFormat, write_table
 from annotation.results.export import neutralize_table as neutralize_table  # re-exported
-from annotation.results.export import write_csv
 from annotation.results.groups import conflict_scores_table, group_scores_table
 from annotation.results.judge_bias import bland_altman_table
 from annotation.results.leaderboard import leaderboard_table
@@ -262,9 +262,11 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
 
 
 def write_csvs(tables: dict[str, pd.DataFrame], out: Path,
-               texts: dict[str, str] | None = None) -> list[Path]:
-    """Write ``texts`` (``{file name: content}``, e.g. a JSONL export) and ``<name>.csv`` for
-    every table, neutralized against formula injection (:func:`annotation.results.export`)."""
+               texts: dict[str, str] | None = None, fmt: TableFormat = "csv") -> list[Path]:
+    """Write ``texts`` (``{file name: content}``, e.g. a JSONL export) and every table
+    through the one table writer (:func:`annotation.results.export.write_table`):
+    ``<name>.csv`` neutralized against formula injection, ``<name>.parquet`` with ``fmt``
+    ``parquet``, or both."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -273,17 +275,15 @@ def write_csvs(tables: dict[str, pd.DataFrame], out: Path,
         path.write_text(text, encoding="utf-8")
         written.append(path)
     for name, table in tables.items():
-        path = out / f"{name}.csv"
-        write_csv(table, path)
-        written.append(path)
+        written.extend(write_table(table, out, name, fmt))
     return written
 
 
 def write_report(tables: dict[str, pd.DataFrame], out: Path, *, title: str,
-                 study: StudyData | None = None) -> list[Path]:
-    """Write ``<name>.csv`` for every table and a standalone ``report.html`` (with the
-    Bland-Altman plots when ``study`` is given)."""
-    written = write_csvs(tables, out)
+                 study: StudyData | None = None, fmt: TableFormat = "csv") -> list[Path]:
+    """Write every table (``<name>.csv``, ``<name>.parquet`` or both: ``fmt``) and a
+    standalone ``report.html`` (with the Bland-Altman plots when ``study`` is given)."""
+    written = write_csvs(tables, out, fmt=fmt)
     path = out / "report.html"
     extra = bland_altman_figures(study) if study is not None else []
     path.write_text(report_html(tables, title=title, extra_figures=extra), encoding="utf-8")

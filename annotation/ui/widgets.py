@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import streamlit as st
 
 from annotation.accounts.auth import User
+from annotation.results.export import arrow_safe as arrow_safe  # st.dataframe's tables
 from annotation.ui import render
 from annotation.ui.app_state import current_user
 
@@ -97,18 +97,3 @@ def show_image(store: Store, sha256: str | None, max_side: int, *, caption: str 
                                  generated=generated)
     st.image(image.data, caption=caption, width=width, output_format=image.format)  # type: ignore[arg-type]
     return image
-
-
-def arrow_safe(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with every text column whose cells mix Python types (a yaw in degrees
-    beside a yes/no reading) shown as text: ``st.dataframe`` sends tables as Arrow, which
-    needs one type per column. Missing cells stay missing; the CSV downloads keep the
-    original values."""
-    mixed = {}
-    for column in table.columns:
-        if table[column].dtype == object:
-            kinds = {type(v) for v in table[column] if v is not None and v == v}
-            if len(kinds) > 1:
-                mixed[column] = table[column].map(
-                    lambda v: v if v is None or v != v else str(v))
-    return table.assign(**mixed) if mixed else table
