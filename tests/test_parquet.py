@@ -165,7 +165,7 @@ def _documented_columns(body: str) -> dict[str, list[str]]:
     return out
 
 
-def _check_export(db: Path, folder: Path, *, license: str = "unspecified") -> dict[str, int]:
+def _check_export(db: Path, folder: Path, *, license: str = "unknown") -> dict[str, int]:
     """Row counts against sqlite3, columns against the card, configs against the files."""
     expected = _counts(db)
     front, body = _card(folder)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from annotation import project_files
 from annotation.accounts import auth
+from annotation.formats.dataset import DEFAULT_LICENSE
 from annotation.formats.importers import FORMATS, import_path
 from annotation.records import ImportRefused
 from annotation.results.export import TABLE_FORMATS
@@ -379,8 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parquet", metavar="DIR",
                    help="folder for the Parquet files (tasks, outputs, judge and human "
                         "answers with their history, ...) and their dataset card README.md")
-    p.add_argument("--license", default="unspecified",
-                   help="the license: field of the dataset card (default unspecified)")
+    p.add_argument("--license", default=DEFAULT_LICENSE,
+                   help="the license: field of the dataset card (default unknown: the "
+                        "Hugging Face Hub's value when none is given)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_export)
 

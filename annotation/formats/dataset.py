@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from annotation.store import Store
 
 CARD = "README.md"
-DEFAULT_LICENSE = "unspecified"
+DEFAULT_LICENSE = "unknown"  # the Hugging Face Hub's value for a licence not given
 #: the config ``load_dataset(DIR)`` reads without a name: the human answers
 DEFAULT_CONFIG = "annotations"
 
