@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
+from json.scanner import make_scanner  # the C scanner json.loads uses
 from typing import BinaryIO
 
 #: bytes read at a time (a block is cut after its last newline)
@@ -39,8 +40,8 @@ def _refuse_constant(token: str) -> float:
     raise _Constant(token)
 
 
-_scan: Callable[[str, int], tuple[object, int]] = json.JSONDecoder(
-    parse_constant=_refuse_constant).scan_once
+_scan: Callable[[str, int], tuple[object, int]] = make_scanner(
+    json.JSONDecoder(parse_constant=_refuse_constant))  # type: ignore[arg-type]  # typeshed
 
 
 def blocks(fh: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[bytes]:
