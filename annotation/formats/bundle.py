@@ -755,8 +755,7 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
             if answer is None and status == "ok":
                 rd.add(*where, "answer", "missing (or set parse_status to 'unparsed')")
                 continue
-            append(Judgment(judge, output_id, qid, None, answer, None, raw, status,
-                            origin=where))
+            append(Judgment(judge, output_id, qid, None, answer, None, raw, status, where))
         elif crit is not None:
             if type(crit) is not str:
                 rd.add(*where, "criterion", f"must be a string, not {_type(crit)}")
@@ -773,8 +772,7 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
                 score = rd.number(obj, "score", where)
                 if score is None:
                     continue
-            append(Judgment(judge, output_id, None, crit, None, score, raw, status,
-                            origin=where))
+            append(Judgment(judge, output_id, None, crit, None, score, raw, status, where))
         else:
             rd.add(*where, "question_id", "give exactly one of 'question_id' and 'criterion'")
 

@@ -403,8 +403,8 @@ def _check_judgments(ck: _Check, judgments: list[Judgment], targets: _Targets,
     scales: dict[tuple[str, str], tuple[float, float] | None] = {}
     for j in judgments:
         key = (j.judge, j.output_id, j.question_id, j.criterion)
-        if (key not in seen_keys and key not in old_judgments and j.parse_status == "ok"
-                and j.judge in judges):
+        if (key not in seen_keys and (not old_judgments or key not in old_judgments)
+                and j.parse_status == "ok" and j.judge in judges):
             qid, crit, score = j.question_id, j.criterion, j.score
             if qid is not None:
                 checklist = question_checklist.get(qid)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import json
+import operator
 import os
 import shutil
 import sqlite3
@@ -553,19 +554,14 @@ class Store:
                 for o in p.outputs
             ],
         )
+        columns = ("judge", "output_id", "question_id", "criterion", "answer", "score", "raw",
+                   "parse_status")
+        row = operator.attrgetter(*columns)  # one tuple per judgment, no Python code per row
+        insert = (f"INSERT INTO judgments ({', '.join(columns)}, import_id)"
+                  f" VALUES ({', '.join('?' * len(columns))}, {int(import_id)})")
         judgments, total = p.judgments, len(p.judgments)
         for start in range(0, total, WRITE_CHUNK):
-            conn.executemany(
-                "INSERT INTO judgments (judge, output_id, question_id, criterion, answer, score,"
-                " raw, parse_status, import_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        j.judge, j.output_id, j.question_id, j.criterion, j.answer, j.score,
-                        j.raw, j.parse_status, import_id,
-                    )
-                    for j in judgments[start:start + WRITE_CHUNK]
-                ],
-            )
+            conn.executemany(insert, map(row, judgments[start:start + WRITE_CHUNK]))
             if progress is not None:
                 progress("judgments", min(start + WRITE_CHUNK, total), total)
         if p.annotations:
