@@ -44,9 +44,11 @@ _scan: Callable[[str, int], tuple[object, int]] = make_scanner(
     json.JSONDecoder(parse_constant=_refuse_constant))  # type: ignore[arg-type]  # typeshed
 
 
-def blocks(fh: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[bytes]:
+def blocks(fh: BinaryIO, size: int | None = None) -> Iterator[bytes]:
     """The file's bytes in blocks that end just after a newline (the last one: at the end
-    of the file); a line longer than ``size`` makes a longer block."""
+    of the file); a line longer than ``size`` (default :data:`BLOCK_BYTES`) makes a longer
+    block."""
+    size = size or BLOCK_BYTES
     parts: list[bytes] = []
     while True:
         chunk = fh.read(size)
