@@ -706,11 +706,36 @@ def _read_outputs(root: Path, rd: _Reader, project: ProjectData, probe: ImagePro
                                       origin=where))
 
 
+#: the fields of the two commonest judgment lines, each read at once when its values pass
+ANSWER_LINE_KEYS = frozenset({"judge", "output_id", "question_id", "answer", "raw"})
+SCORE_LINE_KEYS = frozenset({"judge", "output_id", "criterion", "score", "raw"})
+
+
 def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
-    """The hot path of big imports: checks are written out inline, not via helpers."""
+    """The hot path of big imports: checks are written out inline, not via helpers.
+
+    A line with only the fields of a yes/no answer (:data:`ANSWER_LINE_KEYS`) or of a
+    score (:data:`SCORE_LINE_KEYS`), each of the right type and in range, is read at
+    once; every other line goes through every check below, which says what is wrong."""
     name = "judgments.jsonl"
     append = project.judgments.append
+    renamed = rd.renamed
     for number, obj in _jsonl(root, name, rd, required=False):
+        judge, output_id, raw = obj.get("judge"), obj.get("output_id"), obj.get("raw")
+        if (type(judge) is str and type(output_id) is str and judge and output_id
+                and (raw is None or type(raw) is str and len(raw) <= MAX_TEXT)):
+            qid, answer = obj.get("question_id"), obj.get("answer")
+            if (type(qid) is str and (answer == "yes" or answer == "no")
+                    and obj.keys() <= ANSWER_LINE_KEYS):
+                append(Judgment(judge, output_id, qid, None, answer, None, raw, "ok",
+                                (name, number)))
+                continue
+            crit, score = obj.get("criterion"), obj.get("score")
+            if (type(crit) is str and (type(score) is int or type(score) is float)
+                    and -MAX_NUMBER <= score <= MAX_NUMBER and obj.keys() <= SCORE_LINE_KEYS):
+                append(Judgment(judge, output_id, None, renamed.get(crit, crit), None,
+                                float(score), raw, "ok", (name, number)))
+                continue
         where = (name, number)
         if pairs.is_answer(obj):  # a preference on a pair, an order of a ranking (#17)
             pairs.read_answer(rd, obj, where, project, judge=True,
