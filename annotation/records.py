@@ -230,7 +230,7 @@ class Output:
     origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
 
 
-@dataclass
+@dataclass(slots=True)  # an import holds one per judge answer: slots, no dict each
 class Judgment:
     judge: str
     output_id: str
