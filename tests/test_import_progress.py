@@ -186,3 +186,22 @@ def test_careful_lines_are_reported_as_before(tmp_path):
     ]  # the same as before the fast reader (checked against the code of 318886b)
     assert sqlite3.connect(tmp_path / "p.db").execute(
         "SELECT COUNT(*) FROM imports").fetchone() == (0,)
+
+
+def test_the_collector_is_paused_during_an_import_and_back_after(tmp_path):
+    import gc
+
+    write_bundle(tmp_path / "b", n_outputs=3)
+    during: list[bool] = []
+    assert gc.isenabled()
+    with Store.open(tmp_path / "p.db") as store:
+        import_path(store, tmp_path / "b", record_progress=lambda *c: during.append(
+            gc.isenabled()))
+        assert gc.isenabled()
+        with (tmp_path / "b" / "outputs.jsonl").open("a") as fh:
+            fh.write("not json\n")
+        with pytest.raises(ImportRefused):
+            import_path(store, tmp_path / "b", record_progress=lambda *c: during.append(
+                gc.isenabled()))
+    assert during and not any(during)
+    assert gc.isenabled()  # on again after a refused import too
