@@ -9,7 +9,7 @@ Field meanings are documented in ``docs/bundle-format.md``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,12 @@ HUMAN_ANSWERS = ("yes", "no", "cant_tell")
 PARSE_STATUSES = ("ok", "unparsed")
 #: a preference on a pair (issue #17): output A better, B better, both good, both bad
 PREFERENCES = ("a", "b", "tie", "both_bad")
+
+RecordProgress = Callable[[str, int, int], object] | None
+"""Told ``(what, done, total)`` while an import goes through its records: ``what`` is the
+file being read (``"judgments.jsonl"``: lines read so far and lines in the file) or the
+table being written (``"judgments"``: rows written and rows to write). Called every
+thousand records or so and once at the end of each (``done == total``)."""
 
 Origin = tuple[str, int | None]
 """Where a record came from: (file relative to the source, 1-based line or None)."""
@@ -224,7 +230,7 @@ class Output:
     origin: Origin = field(default=NO_ORIGIN, compare=False, repr=False)
 
 
-@dataclass
+@dataclass(slots=True)  # an import holds one per judge answer: slots, no dict each
 class Judgment:
     judge: str
     output_id: str

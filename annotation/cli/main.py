@@ -1,6 +1,6 @@
 """The ``judge-audit`` command: argument parsing only; the work is done by the library.
 
-    judge-audit import SOURCE --db DB [--format F] [--quiet]
+    judge-audit import SOURCE --db DB [--format F] [--quiet] [--progress]
     judge-audit export --db DB --out DIR [--zip]
     judge-audit export --db DB --parquet DIR [--license L]
     judge-audit demo --db DB
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from annotation import project_files
 from annotation.accounts import auth
+from annotation.cli.progress import ImportProgress
 from annotation.formats.dataset import DEFAULT_LICENSE
 from annotation.formats.importers import FORMATS, import_path
 from annotation.records import ImportRefused
@@ -41,22 +42,23 @@ from annotation.results.export import TABLE_FORMATS
 from annotation.store import SchemaTooNew, Store
 
 
-def _progress_stages(quiet: bool):
-    """A 3-stage progress bar (read, check, write) on stderr, or nothing with --quiet."""
-    if quiet or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=3, desc="import", unit="stage", file=sys.stderr, leave=False)
+def _import_progress(args: argparse.Namespace) -> ImportProgress | None:
+    """The import's progress on stderr (:mod:`annotation.cli.progress`): with
+    ``--progress``, or on a terminal unless ``--quiet``; else nothing, so a script's
+    output stays as it was."""
+    if args.progress or (not args.quiet and sys.stderr.isatty()):
+        return ImportProgress(sys.stderr)
+    return None
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     with Store.open(args.db) as store:
-        bar = _progress_stages(args.quiet)
+        bar = _import_progress(args)
         try:
             options = {k: v for k, v in (("split", args.split), ("images", args.images)) if v}
             summary = import_path(store, Path(args.source), fmt=args.format, user=args.user,
-                                  progress=bar.update if bar else None, **options)
+                                  progress=bar.stage if bar else None,
+                                  record_progress=bar.records if bar else None, **options)
         except ImportRefused as exc:
             if bar:
                 bar.close()
@@ -370,6 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--images", type=Path,
                    help="TIIF-Bench: folder of generated images (default: SOURCE/output)")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--progress", action="store_true",
+                   help="show the progress on stderr even when it is not a terminal (and "
+                   "with --quiet): records read per file and judgments written")
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("export", help="write the project as a bundle (--out) or as Parquet "

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from annotation.formats import human_work, pairs
+from annotation.formats import human_work, jsonl, pairs
 from annotation.formats.images import BadImage, BadPath, ImageProber, resolve_inside
 from annotation.formats.validate import CRITERION_NAME, prelabel_problems, task_meta_problems
 from annotation.records import (
@@ -50,6 +50,7 @@ from annotation.records import (
     ProjectData,
     Question,
     RankingAnswer,
+    RecordProgress,
     Task,
     TaskImage,
     WorkRow,
@@ -72,6 +73,8 @@ MAX_ZIP_MEMBER_RATIO = 200  # one member: uncompressed / compressed ...
 ZIP_MEMBER_RATIO_FREE_BYTES = 10 * 1024**2  # ... checked for members over this
 # a JSON escape of a UTF-16 surrogate (\ud800-\udfff): only such a line can hold a lone one
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+#: lines between two calls of a reader's progress callback (and one at each file's end)
+PROGRESS_EVERY = 1000
 
 BUNDLE_KEYS = {"format", "name", "benchmark", "criteria", "judges", "guidelines", "meta"}
 CRITERION_KEYS = {"name", "label", "min", "max", "step", "level", "rubric"}
@@ -117,6 +120,8 @@ class _Reader(Problems):
         self.long_line = False
         # criteria declared in another spelling -> the stored name (criterion_key)
         self.renamed: dict[str, str] = {}
+        #: told the lines read of each .jsonl file (:func:`_jsonl`)
+        self.progress: RecordProgress = None
 
     def add(self, file: str, line: int | None, field: str | None, message: str) -> None:
         """Record one error; stop reading at the limit."""
@@ -266,6 +271,10 @@ def _surrogate_message(code: int) -> str:
 
 
 def _jsonl(root: Path, name: str, rd: _Reader, required: bool) -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` of each line of ``name`` that is a JSON object; every other
+    line is reported (file, line, field) and skipped. Lines that are exactly one object are
+    parsed fast (:func:`annotation.formats.jsonl.scan_lines`), the others read here with
+    every check; :attr:`_Reader.progress` is told every :data:`PROGRESS_EVERY` lines."""
     path = root / name
     if not path.exists():
         if required:
@@ -276,34 +285,55 @@ def _jsonl(root: Path, name: str, rd: _Reader, required: bool) -> Iterator[tuple
     except BadPath as exc:
         rd.add(name, None, None, str(exc))
         return
+    progress, total = rd.progress, 0
+    if progress is not None:
+        with real.open("rb") as fh:
+            total = jsonl.count_lines(fh)
+        progress(name, 0, total)
     with real.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                rd.add(name, number, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
-                continue
-            if not line.strip():
-                continue
-            try:
-                obj = loads_finite(line)
-            except NonFiniteNumber as exc:
-                rd.add(name, number, exc.field, exc.message)
-                continue
-            except (ValueError, RecursionError) as exc:
-                rd.add(name, number, None, f"invalid JSON: {exc}")
-                continue
-            if not isinstance(obj, dict):
-                rd.add(name, number, None, f"each line must be a JSON object, not {_type(obj)}")
-                continue
-            if b"\\u" in raw and _SURROGATE_ESCAPE.search(raw):
-                found = lone_surrogate(obj)
-                if found is not None:
-                    rd.add(name, number, found[0] or None, _surrogate_message(found[1]))
+        number = 0
+        for number, obj, raw in jsonl.scan_lines(fh):
+            if progress is not None and number % PROGRESS_EVERY == 0:
+                progress(name, number, total)
+            if obj is None:
+                obj = _careful_line(rd, name, number, raw or b"")
+                if obj is None:
                     continue
-            rd.long_line = len(raw) > MAX_TEXT
+            else:
+                rd.long_line = False  # the fast path takes short lines only
             yield number, obj
         rd.long_line = False
+        if progress is not None:
+            progress(name, number, max(total, number))
+
+
+def _careful_line(rd: _Reader, name: str, number: int, raw: bytes) -> dict | None:
+    """One line the fast path left: the object, or None (blank, or reported)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        rd.add(name, number, None, f"not UTF-8 ({exc.reason} at byte {exc.start})")
+        return None
+    if not line.strip():
+        return None
+    try:
+        obj = loads_finite(line)
+    except NonFiniteNumber as exc:
+        rd.add(name, number, exc.field, exc.message)
+        return None
+    except (ValueError, RecursionError) as exc:
+        rd.add(name, number, None, f"invalid JSON: {exc}")
+        return None
+    if not isinstance(obj, dict):
+        rd.add(name, number, None, f"each line must be a JSON object, not {_type(obj)}")
+        return None
+    if b"\\u" in raw and _SURROGATE_ESCAPE.search(raw):
+        found = lone_surrogate(obj)
+        if found is not None:
+            rd.add(name, number, found[0] or None, _surrogate_message(found[1]))
+            return None
+    rd.long_line = len(raw) > MAX_TEXT
+    return obj
 
 
 def normalize_time(value: str) -> str:
@@ -316,14 +346,17 @@ def normalize_time(value: str) -> str:
 
 # --------------------------------------------------------------------------- reading
 def read_bundle_dir(root: Path, source: str | None = None,
-                    work_dir: Path | None = None) -> ProjectData:
+                    work_dir: Path | None = None, progress: RecordProgress = None
+                    ) -> ProjectData:
     """Read a bundle folder into records; raise :class:`ImportRefused` on any error.
 
     Visual instructions drawn from their task's meta (an image entry without ``path``) are
     written into ``work_dir``, which must outlive the records (:func:`open_bundle` passes a
     temporary folder); without one, a new temporary folder is made when needed.
+    ``progress`` is told the lines read of each ``.jsonl`` file.
     """
     rd = _Reader()
+    rd.progress = progress
     probe = ImageProber()
     project = ProjectData(name="", benchmark="", source=source or str(root), format="bundle")
     try:
@@ -673,11 +706,36 @@ def _read_outputs(root: Path, rd: _Reader, project: ProjectData, probe: ImagePro
                                       origin=where))
 
 
+#: the fields of the two commonest judgment lines, each read at once when its values pass
+ANSWER_LINE_KEYS = frozenset({"judge", "output_id", "question_id", "answer", "raw"})
+SCORE_LINE_KEYS = frozenset({"judge", "output_id", "criterion", "score", "raw"})
+
+
 def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
-    """The hot path of big imports: checks are written out inline, not via helpers."""
+    """The hot path of big imports: checks are written out inline, not via helpers.
+
+    A line with only the fields of a yes/no answer (:data:`ANSWER_LINE_KEYS`) or of a
+    score (:data:`SCORE_LINE_KEYS`), each of the right type and in range, is read at
+    once; every other line goes through every check below, which says what is wrong."""
     name = "judgments.jsonl"
     append = project.judgments.append
+    renamed = rd.renamed
     for number, obj in _jsonl(root, name, rd, required=False):
+        judge, output_id, raw = obj.get("judge"), obj.get("output_id"), obj.get("raw")
+        if (type(judge) is str and type(output_id) is str and judge and output_id
+                and (raw is None or type(raw) is str and len(raw) <= MAX_TEXT)):
+            qid, answer = obj.get("question_id"), obj.get("answer")
+            if (type(qid) is str and (answer == "yes" or answer == "no")
+                    and obj.keys() <= ANSWER_LINE_KEYS):
+                append(Judgment(judge, output_id, qid, None, answer, None, raw, "ok",
+                                (name, number)))
+                continue
+            crit, score = obj.get("criterion"), obj.get("score")
+            if (type(crit) is str and (type(score) is int or type(score) is float)
+                    and -MAX_NUMBER <= score <= MAX_NUMBER and obj.keys() <= SCORE_LINE_KEYS):
+                append(Judgment(judge, output_id, None, renamed.get(crit, crit), None,
+                                float(score), raw, "ok", (name, number)))
+                continue
         where = (name, number)
         if pairs.is_answer(obj):  # a preference on a pair, an order of a ranking (#17)
             pairs.read_answer(rd, obj, where, project, judge=True,
@@ -722,8 +780,7 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
             if answer is None and status == "ok":
                 rd.add(*where, "answer", "missing (or set parse_status to 'unparsed')")
                 continue
-            append(Judgment(judge, output_id, qid, None, answer, None, raw, status,
-                            origin=where))
+            append(Judgment(judge, output_id, qid, None, answer, None, raw, status, where))
         elif crit is not None:
             if type(crit) is not str:
                 rd.add(*where, "criterion", f"must be a string, not {_type(crit)}")
@@ -740,8 +797,7 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
                 score = rd.number(obj, "score", where)
                 if score is None:
                     continue
-            append(Judgment(judge, output_id, None, crit, None, score, raw, status,
-                            origin=where))
+            append(Judgment(judge, output_id, None, crit, None, score, raw, status, where))
         else:
             rd.add(*where, "question_id", "give exactly one of 'question_id' and 'criterion'")
 
@@ -964,15 +1020,16 @@ def _cut(text: str, limit: int = 300) -> str:
 
 
 @contextmanager
-def open_bundle(path: Path) -> Iterator[ProjectData]:
-    """Read a bundle folder or zip; the records' image sources stay valid inside the block."""
+def open_bundle(path: Path, progress: RecordProgress = None) -> Iterator[ProjectData]:
+    """Read a bundle folder or zip; the records' image sources stay valid inside the block.
+    ``progress`` is told the lines read of each ``.jsonl`` file."""
     with tempfile.TemporaryDirectory(prefix="judge-audit-render-") as drawn:
         if path.is_dir():
-            yield read_bundle_dir(path, str(path), Path(drawn))
+            yield read_bundle_dir(path, str(path), Path(drawn), progress)
             return
         with tempfile.TemporaryDirectory(prefix="judge-audit-zip-") as tmp:
             root = _extract_zip(path, Path(tmp))
-            yield read_bundle_dir(root, str(path), Path(drawn))
+            yield read_bundle_dir(root, str(path), Path(drawn), progress)
 
 
 # ------------------------------------------------------------------------------ writing

@@ -12,13 +12,15 @@ reading the database with an ordinary read would drop SQLite's locks in this pro
 
 from __future__ import annotations
 
+import gc
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotation.formats import bundle, question_ids, validate
-from annotation.records import ImportRefused, Problem, ProjectData
+from annotation.records import ImportRefused, Problem, ProjectData, RecordProgress
 from annotation.store import Store, guard
 
 FORMATS = ("bundle", "tiif-bench", "vif-bench")
@@ -78,11 +80,14 @@ def detect(path: Path) -> str:
 
 
 @contextmanager
-def load(path: Path, fmt: str | None = None, **options: object) -> Iterator[ProjectData]:
+def load(path: Path, fmt: str | None = None, *, record_progress: RecordProgress = None,
+         **options: object) -> Iterator[ProjectData]:
     """Read ``path`` into records (format auto-detected unless ``fmt`` is given).
 
     ``options`` go to the format's reader: for TIIF-Bench ``split`` ("auto", "test",
     "testmini") and ``images`` (the folder of generated images, ``output/`` by default).
+    ``record_progress`` is told the lines read of each file of a bundle (the TIIF-Bench
+    and VIF-Bench readers do not call it).
     """
     from annotation.formats import tiif, vif
 
@@ -94,7 +99,7 @@ def load(path: Path, fmt: str | None = None, **options: object) -> Iterator[Proj
     if options and fmt != "tiif-bench":
         raise ValueError(f"options {sorted(options)} apply to TIIF-Bench imports only")
     if fmt == "bundle":
-        with bundle.open_bundle(path) as project:
+        with bundle.open_bundle(path, record_progress) as project:
             yield project
     elif fmt == "tiif-bench":
         yield tiif.read(path, **options)  # type: ignore[arg-type]
@@ -104,41 +109,79 @@ def load(path: Path, fmt: str | None = None, **options: object) -> Iterator[Proj
         raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
 
 
+_pauses = 0
+_pauses_lock = threading.Lock()
+_was_enabled = False
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off inside the block (on again after the last of
+    several nested or concurrent blocks, if it was on before the first).
+
+    An import builds one record object per line and keeps them all until it has written
+    them: with the collector on, each of its passes walks every one of these objects,
+    though none of them is part of a cycle (reference counting frees them), and the
+    passes grow with the import. They took about 40% of the time to read a bundle of
+    100,000 judgments (``benchmarks/import_bench.py``)."""
+    global _pauses, _was_enabled
+    with _pauses_lock:
+        if _pauses == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pauses_lock:
+            _pauses -= 1
+            if _pauses == 0 and _was_enabled:
+                gc.enable()
+
+
 Progress = Callable[[int], object] | None
 """Called with 1 after each stage (read, check, write): e.g. ``tqdm.update``."""
 
 
 def import_project(store: Store, project: ProjectData, *, user: str | None = None,
-                   progress: Progress = None) -> ImportSummary:
+                   progress: Progress = None, record_progress: RecordProgress = None
+                   ) -> ImportSummary:
     """Validate records against the store and write them in one transaction.
 
     Question ids unique only within their checklist are made unique first
-    (:mod:`annotation.formats.question_ids`)."""
-    project = question_ids.qualify_question_ids(project, *store.question_checklists())
-    existing = store.existing_rows(project)
-    existing.update(validate.existing_tree_rows(store, project))
-    checked = validate.check_project(project, existing)
-    if progress:
-        progress(1)
-    import_id = store.write(checked.project, user=user)
-    if progress:
-        progress(1)
-    return ImportSummary(import_id, project.source, project.format, checked.project.counts(),
-                         checked.unchanged, project.warnings)
+    (:mod:`annotation.formats.question_ids`). ``progress`` is told each stage done (check,
+    write), ``record_progress`` the rows written (:meth:`Store.write`)."""
+    with collector_paused():
+        project = question_ids.qualify_question_ids(project, *store.question_checklists())
+        existing = store.existing_rows(project)
+        existing.update(validate.existing_tree_rows(store, project))
+        checked = validate.check_project(project, existing)
+        if progress:
+            progress(1)
+        import_id = store.write(checked.project, user=user, progress=record_progress)
+        if progress:
+            progress(1)
+        return ImportSummary(import_id, project.source, project.format,
+                             checked.project.counts(), checked.unchanged, project.warnings)
 
 
 def import_path(store: Store, path: str | Path, *, fmt: str | None = None,
-                user: str | None = None, progress: Progress = None, **options: object
-                ) -> ImportSummary:
+                user: str | None = None, progress: Progress = None,
+                record_progress: RecordProgress = None, **options: object) -> ImportSummary:
     """Detect, read, validate and write ``path``; raise ImportRefused (nothing written).
 
     ``path`` (and a TIIF-Bench ``images`` folder) must not be, contain or lie inside the
-    files of ``store``: that is checked before anything is opened."""
+    files of ``store``: that is checked before anything is opened. ``progress`` is told
+    each of the three stages done (read, check, write); ``record_progress`` (see
+    :data:`annotation.records.RecordProgress`) the lines read of each file of a bundle and
+    the rows written."""
     check_source(Path(path), store.path)
     if isinstance(options.get("images"), str | Path):
         check_source(Path(options["images"]), store.path)  # type: ignore[arg-type]
-    with guard.importing(store.path), load(Path(path), fmt, **options) as project:
+    with collector_paused(), guard.importing(store.path), \
+            load(Path(path), fmt, record_progress=record_progress, **options) as project:
         project.source = str(Path(path).resolve())
         if progress:
             progress(1)
-        return import_project(store, project, user=user, progress=progress)
+        return import_project(store, project, user=user, progress=progress,
+                              record_progress=record_progress)

@@ -387,60 +387,52 @@ def _check_judgments(ck: _Check, judgments: list[Judgment], targets: _Targets,
                      judges: dict[str, dict[str, Any]]) -> None:
     """Judgments: one per judge, output and question or criterion; a known target and
     judge; the parse status agrees with the answer; a yes/no answer or a score on the
-    judge's (else the criterion's) scale; same as a stored one."""
+    judge's (else the criterion's) scale; same as a stored one.
+
+    The hot path of big imports: a judgment that passes every check on its face (new, of
+    a known judge, a yes/no answer to a question of its output's checklist or a score
+    inside its scale) is kept at once; any other goes through :func:`_check_judgment`,
+    which finds what is wrong and says so."""
     pr = ck.pr
     old_judgments = ck.existing.get("judgments", {})
     seen_keys: set[tuple[Any, ...]] = set()
+    seen, keep = seen_keys.add, ck.out.judgments.append
+    question_checklist, criteria = targets.question_checklist, targets.criteria
+    task_checklist = targets.task_checklist
+    output_checklist = {o: task_checklist.get(t) for o, t in targets.output_task.items()}
+    scales: dict[tuple[str, str], tuple[float, float] | None] = {}
     for j in judgments:
+        key = (j.judge, j.output_id, j.question_id, j.criterion)
+        if (key not in seen_keys and (not old_judgments or key not in old_judgments)
+                and j.parse_status == "ok" and j.judge in judges):
+            qid, crit, score = j.question_id, j.criterion, j.score
+            if qid is not None:
+                checklist = question_checklist.get(qid)
+                if (crit is None and score is None and j.answer in YES_NO
+                        and checklist is not None
+                        and checklist == output_checklist.get(j.output_id)):
+                    seen(key)
+                    keep(j)
+                    continue
+            elif (crit is not None and j.answer is None and score is not None
+                  and crit in criteria and j.output_id in output_checklist):
+                pair = (j.judge, crit)
+                if pair not in scales:
+                    found = _judgment_scale(judges[j.judge], crit, criteria[crit])
+                    scales[pair] = None if found is None else found[:2]
+                scale = scales[pair]
+                if scale is None or scale[0] <= float(score) <= scale[1]:
+                    seen(key)
+                    keep(j)
+                    continue
         if pr.full:
             break
-        key = (j.judge, j.output_id, j.question_id, j.criterion)
         if key in seen_keys:
             pr.at(j.origin, "output_id", "a second answer of this judge for the same output and "
                   f"{'question' if j.question_id else 'criterion'}")
             continue
-        seen_keys.add(key)
-        _check_target(pr, j, targets, "judge")
-        judge = judges.get(j.judge)
-        if judge is None:
-            pr.at(j.origin, "judge", f"unknown judge {j.judge!r} (declare it in bundle.json)")
-        if j.parse_status not in ("ok", "unparsed"):
-            pr.at(j.origin, "parse_status", f"must be 'ok' or 'unparsed', not {j.parse_status!r}")
-        elif j.parse_status == "unparsed" and (j.answer is not None or j.score is not None):
-            pr.at(j.origin, "parse_status", "'unparsed' means the judge's text could not be "
-                  f"read: '{'answer' if j.answer is not None else 'score'}' must then be null")
-        if j.question_id is not None:
-            if j.score is not None:
-                pr.at(j.origin, "score", "a question is answered with 'answer', not 'score'")
-            if j.answer is None and j.parse_status == "ok":
-                pr.at(j.origin, "answer", "missing (or set parse_status to 'unparsed')")
-            elif j.answer is not None and j.answer not in YES_NO:
-                pr.at(j.origin, "answer", f"must be 'yes' or 'no', not {j.answer!r}")
-        elif j.criterion is not None:
-            if j.answer is not None:
-                pr.at(j.origin, "answer", "a criterion is scored with 'score', not 'answer'")
-            if j.score is None:
-                if j.parse_status == "ok":
-                    pr.at(j.origin, "score", "missing (or set parse_status to 'unparsed')")
-            else:
-                crit = targets.criteria.get(j.criterion)
-                if judge is not None and judge.get("scale_min") is not None:
-                    scale = (judge["scale_min"], judge["scale_max"], None)
-                    fix = "the judge's declared scale"
-                elif judge is not None and judge.get("kind") == "metric":
-                    scale = None  # a metric without a scale keeps its own units
-                elif crit is not None:
-                    scale = (crit["min"], crit["max"], None)
-                    fix = (f"criterion {j.criterion!r}'s scale; if this judge scores on "
-                           "another scale, declare it in bundle.json (judges[].scale: "
-                           "[min, max]), or give an automatic metric kind \"metric\" (its "
-                           "own units)")
-                else:
-                    scale = None
-                if scale is not None:
-                    msg = _on_scale(float(j.score), *scale)
-                    if msg:
-                        pr.at(j.origin, "score", f"{msg} ({fix})")
+        seen(key)
+        _check_judgment(ck, j, targets, judges.get(j.judge))
         old = old_judgments.get(key)
         if old is not None:
             diff = _first_difference(_judgment_row(j), old)
@@ -448,7 +440,56 @@ def _check_judgments(ck: _Check, judgments: list[Judgment], targets: _Targets,
                 pr.at(j.origin, diff, "differs from this judge's answer already in the database")
             ck.unchanged["judgments"] += 1
             continue
-        ck.out.judgments.append(j)
+        keep(j)
+
+
+def _judgment_scale(judge: Mapping[str, Any], name: str, criterion: Mapping[str, Any] | None
+                    ) -> tuple[float, float, str] | None:
+    """The scale a judge's score on criterion ``name`` must lie on, and how to fix one
+    outside it: the judge's declared scale, else none for an automatic metric (its own
+    units), else the criterion's (``criterion`` None: unknown, reported elsewhere)."""
+    if judge.get("scale_min") is not None:
+        return judge["scale_min"], judge["scale_max"], "the judge's declared scale"
+    if judge.get("kind") == "metric" or criterion is None:
+        return None
+    return (criterion["min"], criterion["max"],
+            f"criterion {name!r}'s scale; if this judge scores on another scale, declare it "
+            "in bundle.json (judges[].scale: [min, max]), or give an automatic metric kind "
+            "\"metric\" (its own units)")
+
+
+def _check_judgment(ck: _Check, j: Judgment, targets: _Targets,
+                    judge: Mapping[str, Any] | None) -> None:
+    """Every check of one judgment on its own (the target, the judge, the parse status,
+    the answer or the score on its scale), each problem reported."""
+    pr = ck.pr
+    _check_target(pr, j, targets, "judge")
+    if judge is None:
+        pr.at(j.origin, "judge", f"unknown judge {j.judge!r} (declare it in bundle.json)")
+    if j.parse_status not in ("ok", "unparsed"):
+        pr.at(j.origin, "parse_status", f"must be 'ok' or 'unparsed', not {j.parse_status!r}")
+    elif j.parse_status == "unparsed" and (j.answer is not None or j.score is not None):
+        pr.at(j.origin, "parse_status", "'unparsed' means the judge's text could not be "
+              f"read: '{'answer' if j.answer is not None else 'score'}' must then be null")
+    if j.question_id is not None:
+        if j.score is not None:
+            pr.at(j.origin, "score", "a question is answered with 'answer', not 'score'")
+        if j.answer is None and j.parse_status == "ok":
+            pr.at(j.origin, "answer", "missing (or set parse_status to 'unparsed')")
+        elif j.answer is not None and j.answer not in YES_NO:
+            pr.at(j.origin, "answer", f"must be 'yes' or 'no', not {j.answer!r}")
+    elif j.criterion is not None:
+        if j.answer is not None:
+            pr.at(j.origin, "answer", "a criterion is scored with 'score', not 'answer'")
+        if j.score is None:
+            if j.parse_status == "ok":
+                pr.at(j.origin, "score", "missing (or set parse_status to 'unparsed')")
+        else:
+            scale = _judgment_scale(judge or {}, j.criterion, targets.criteria.get(j.criterion))
+            if scale is not None:
+                msg = _on_scale(float(j.score), scale[0], scale[1], None)
+                if msg:
+                    pr.at(j.origin, "score", f"{msg} ({scale[2]})")
 
 
 def _check_annotations(ck: _Check, annotations: list[Annotation], targets: _Targets,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import json
+import operator
 import os
 import shutil
 import sqlite3
@@ -46,6 +47,7 @@ from annotation.records import (
     Output,
     ProjectData,
     Question,
+    RecordProgress,
     Task,
     TaskImage,
 )
@@ -54,10 +56,14 @@ from annotation.store.media import media_dir, media_file
 from annotation.timestamps import now_iso  # noqa: F401  (re-exported: store.now_iso)
 
 BUSY_TIMEOUT_MS = 30_000
+#: judgments written per ``executemany`` of an import (progress is told after each)
+WRITE_CHUNK = 10_000
 
 
 def dumps(value: Any) -> str:
     """Canonical JSON for meta columns: sorted keys, UTF-8 kept."""
+    if not value and type(value) in (dict, list):
+        return "{}" if type(value) is dict else "[]"  # most meta: no encoder for them
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -420,14 +426,16 @@ class Store:
         return questions, tasks, outputs
 
     # ----------------------------------------------------------------- writing
-    def write(self, project: ProjectData, *, user: str | None = None) -> int:
+    def write(self, project: ProjectData, *, user: str | None = None,
+              progress: RecordProgress = None) -> int:
         """Write a validated import in one transaction; return its ``import_id``.
 
         ``project`` must have passed :func:`annotation.formats.validate.check_project` against this
         store (which drops rows already stored identically). Image bytes are copied into
         the media folder first: a file there without a row is harmless, a row without its
         file is not. ``user`` (who imports) defaults to :func:`process_user`, so the import
-        log always says who.
+        log always says who. ``progress`` is told the judgments written
+        (``"judgments", done, total``) every :data:`WRITE_CHUNK` rows.
         """
         self._copy_media(project)
         started = now_iso()
@@ -446,7 +454,7 @@ class Store:
                 ],
             )
             import_id = int(cur.lastrowid or 0)
-            self._write_rows(conn, project, import_id)
+            self._write_rows(conn, project, import_id, progress)
             conn.execute(
                 "UPDATE imports SET finished_at = ? WHERE import_id = ?", [now_iso(), import_id]
             )
@@ -469,7 +477,8 @@ class Store:
             shutil.copyfile(f.source, tmp)
             os.replace(tmp, target)
 
-    def _write_rows(self, conn: sqlite3.Connection, p: ProjectData, import_id: int) -> None:
+    def _write_rows(self, conn: sqlite3.Connection, p: ProjectData, import_id: int,
+                    progress: RecordProgress = None) -> None:
         info = self.project_info()
         settings = {"name": p.name, "benchmark": p.benchmark}
         if p.guidelines is not None:
@@ -545,17 +554,16 @@ class Store:
                 for o in p.outputs
             ],
         )
-        conn.executemany(
-            "INSERT INTO judgments (judge, output_id, question_id, criterion, answer, score, raw,"
-            " parse_status, import_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    j.judge, j.output_id, j.question_id, j.criterion, j.answer, j.score, j.raw,
-                    j.parse_status, import_id,
-                )
-                for j in p.judgments
-            ],
-        )
+        columns = ("judge", "output_id", "question_id", "criterion", "answer", "score", "raw",
+                   "parse_status")
+        row = operator.attrgetter(*columns)  # one tuple per judgment, no Python code per row
+        insert = (f"INSERT INTO judgments ({', '.join(columns)}, import_id)"
+                  f" VALUES ({', '.join('?' * len(columns))}, {int(import_id)})")
+        judgments, total = p.judgments, len(p.judgments)
+        for start in range(0, total, WRITE_CHUNK):
+            conn.executemany(insert, map(row, judgments[start:start + WRITE_CHUNK]))
+            if progress is not None:
+                progress("judgments", min(start + WRITE_CHUNK, total), total)
         if p.annotations:
             self._write_annotations(conn, p.annotations, import_id,
                                     submitted="submissions.jsonl" not in p.work)
