@@ -23,7 +23,8 @@ The story:
   answer (:data:`PAIR_CORRECTION`, a history).
 * Two ranking items (:data:`RANKING_TASKS`, TIIF-Bench's human ranking, "TIIF-Bench: How
   Does Your T2I Model Follow Your Instructions?", Sec. 4.2) order the three generators'
-  outputs of a task; the three annotators (``ann3`` once with a tie) and both judges answer.
+  outputs of a task; the three annotators (``ann3`` puts two outputs that look alike at
+  one place: a tie, :data:`RANKING_TIE`) and both judges answer.
 
 Everything follows from the outputs' hidden quality (the mean of their true scores,
 :func:`scripts.demo.truth.true_scores`) through a generator of its own
