@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotation.results import analytics, judge_bias, tiif
+from annotation.results import analytics, judge_bias, pairwise, tiif
 from annotation.results import figures as report_figures
 from annotation.results.design import design_sentence
 from annotation.results.ratings import AVERAGE
@@ -83,11 +83,13 @@ db = str(store.path)
 with st.spinner("Reading the project ..."):
     study = study_of(db, stamp, store)
 
-if study.human_scores.empty and study.human_answers.empty:
+if (study.human_scores.empty and study.human_answers.empty
+        and not pairwise.has_answers(study.pairwise, "human")):
     st.info("No human answers yet: the statistics need annotations (Annotate outputs, or "
             "import human answers with a bundle).")
     st.stop()
-if study.judge_scores.empty and study.judge_answers.empty:
+if (study.judge_scores.empty and study.judge_answers.empty
+        and not pairwise.has_answers(study.pairwise, "judge")):
     st.info("No parsed judge answers in this project: import a benchmark's judgments first.")
     st.stop()
 
@@ -120,8 +122,10 @@ st.caption(design_sentence(tables["study_design"]))
 
 labels = {**dict(zip(study.criteria.name, study.criteria.label)), AVERAGE: "Average"}
 ratings, checklist = tables["ratings"], tables["checklist"]
-tab_ratings, tab_checklist, tab_reliability, tab_compare, tab_items = st.tabs(
-    ["Ratings", "Checklist", "Reliability", "Judges compared", "Disagreements"])
+with_pairs = pairwise.has_pairwise(study.pairwise)
+tab_ratings, tab_checklist, tab_reliability, tab_compare, *tab_pairs, tab_items = st.tabs(
+    ["Ratings", "Checklist", "Reliability", "Judges compared",
+     *(["Pairwise preferences"] if with_pairs else []), "Disagreements"])
 
 # ------------------------------------------------------------------------- ratings
 with tab_ratings:
@@ -395,6 +399,75 @@ with tab_compare:
             "Criterion", list(dict.fromkeys(ba.criterion[ba.judge == ba_judge])),
             key="an_ba_criterion", format_func=lambda c: labels.get(c, c))
         chart(judge_bias.bland_altman_figure(study, ba_judge, ba_criterion), "bland_altman")
+
+# ------------------------------------------------------------------------- pairwise
+for tab in tab_pairs:  # only when the project has pairs or ranking items (issue #17)
+    with tab:
+        st.subheader("Pairwise preferences", anchor=False)
+        pw_table, pw_confusion = tables["pairwise"], tables["pairwise_confusion"]
+        judged = pairwise.judges_view(pw_table)
+        if judged.empty:
+            st.caption("No judge answered a pair that has a human reference.")
+        else:
+            show(pw_table[pw_table.rater != pairwise.HUMANS], "pairwise", "pairwise",
+                 display=judged)
+        st.caption("Each judge against the human preference of a pair (the strict majority "
+                   "of its annotators; pairs without one left out): accuracy over all "
+                   "pairs with an unparsed verdict as a miss (GenAI-Bench), over the parsed "
+                   "verdicts, 4-class Cohen's kappa and accuracy with tie and both-bad "
+                   "merged, with 95% cluster-bootstrap intervals over tasks.")
+        if not judged.empty:
+            st.subheader("Position bias", anchor=False)
+            show(pw_table[pw_table.rater != pairwise.HUMANS], "pairwise", "pairwise_position",
+                 display=pairwise.position_view(pw_table))
+            st.caption("First shown preferred: the share of a judge's a/b verdicts for the "
+                       "output shown first (0.5: no position bias; Wilson 95% interval). "
+                       "Order consistency: the share of the pairs judged in both orders "
+                       "(n_both_orders) answered alike (Zheng et al. 2023).")
+        if not pw_confusion.empty:
+            st.subheader("Confusion matrix", anchor=False)
+            pick_cf, matrix = st.columns([1, 3], gap="medium")
+            cf_judge = pick_cf.selectbox("Judge", list(dict.fromkeys(pw_confusion.judge)),
+                                         key="an_pw_judge")
+            with matrix:
+                show(pw_confusion, "pairwise_confusion", "pairwise_confusion",
+                     display=pairwise.confusion_view(pw_confusion, cf_judge))
+                st.caption("Pairs by the human reference (rows) and the judge's verdict "
+                           "(columns; unparsed: the judge's text could not be read).")
+        st.subheader("Humans among themselves on pairs", anchor=False)
+        humans_pw = pairwise.humans_view(pw_table)
+        if humans_pw.empty:
+            st.caption("No human answered a pair.")
+        else:
+            show(pw_table[pw_table.rater == pairwise.HUMANS], "pairwise_humans",
+                 "pairwise_humans", display=humans_pw)
+        st.caption("Krippendorff's alpha (nominal, four classes) and % agreement over the "
+                   "pairs two or more annotators answered; first shown preferred: the "
+                   "annotators' own share of a/b answers for the output they saw on the left.")
+        bt = tables["pairwise_rankings"]
+        if not bt.empty:
+            st.subheader("Generator rankings from pairs (Bradley-Terry)", anchor=False)
+            show(bt, "pairwise_rankings", "pairwise_rankings",
+                 display=pairwise.strengths_view(bt))
+            st.caption("Bradley-Terry strength of each generator (log-odds, mean 0) with its "
+                       "95% cluster-bootstrap interval over tasks and its rank (#), from the "
+                       "humans' answers and from each judge's; a tie counts half a win each "
+                       "way, both-bad is left out.")
+            taus = pairwise.tau_view(bt)
+            if not taus.empty:
+                show(taus, "pairwise_tau", "pairwise_tau")
+                st.caption("Kendall tau-b between each judge's Bradley-Terry ranking of the "
+                           "generators and the humans' (1: the same order).")
+        ranks = tables["rankings"]
+        if not ranks.empty:
+            st.subheader("Ranking items", anchor=False)
+            whole = st.column_config.NumberColumn(format="%d")
+            show(ranks, "rankings", "rankings", n_raters=whole, n_objects=whole, df=whole)
+            st.caption("Per ranking item: Kendall's W among the annotators' orders (1: all "
+                       "alike; chi2 test) and Spearman's rho between the mean human ranks "
+                       "and each judge's; 'all': the mean W, and Spearman's rho between each "
+                       "generator's mean human rank and its mean rank by the judge "
+                       "(TIIF-Bench Sec. 4.2).")
 
 # ------------------------------------------------------------------------- drill-down
 with tab_items:

@@ -43,7 +43,8 @@ def test_page_shows_the_vif_table_with_judges_and_the_human_baseline(demo_db):
     assert not at.exception
     assert at.number_input(key="an_n_boot").value == N_BOOT
     assert [t.label for t in at.tabs] == ["Ratings", "Checklist", "Reliability",
-                                          "Judges compared", "Disagreements"]
+                                          "Judges compared", "Pairwise preferences",
+                                          "Disagreements"]
     shown = vif_shown(at)
     with Store.open(demo_db) as store:
         study = load_study(store)

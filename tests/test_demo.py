@@ -132,6 +132,8 @@ def test_expected_files(demo: Path) -> None:
         "outputs.jsonl",
         "judgments.jsonl",
         "annotations.jsonl",
+        "pairs.jsonl",
+        "rankings.jsonl",
         *HUMAN_WORK,
     ):
         assert (demo / name).is_file(), name
@@ -140,7 +142,7 @@ def test_expected_files(demo: Path) -> None:
 @pytest.mark.slow
 def test_json_is_sorted_and_newline_terminated(demo: Path) -> None:
     for name in ("tasks.jsonl", "outputs.jsonl", "judgments.jsonl", "annotations.jsonl",
-                 *HUMAN_WORK):
+                 "pairs.jsonl", "rankings.jsonl", *HUMAN_WORK):
         text = (demo / name).read_text(encoding="utf-8")
         assert text.endswith("\n") and "\r" not in text, name
         for line in text.splitlines():
@@ -305,6 +307,8 @@ def test_judgments_refer_to_existing_records(data: dict) -> None:
     keys = Counter()
     unparsed = 0
     for j in data["judgments"]:
+        if "pair_id" in j or "ranking_id" in j:
+            continue  # pairs and rankings: test_pairs_and_rankings
         assert set(j) <= {
             "judge",
             "output_id",
@@ -360,6 +364,8 @@ def test_annotations(data: dict) -> None:
     history: dict[tuple, list[dict]] = {}
     answers = Counter()
     for a in data["annotations"]:
+        if "pair_id" in a or "ranking_id" in a:
+            continue  # pairs and rankings: test_pairs_and_rankings
         assert set(a) <= {
             "annotator",
             "output_id",
@@ -405,6 +411,63 @@ def test_annotations(data: dict) -> None:
     assert any(
         {o for (a, o, _k) in history if a == ann} != with_image for ann in ("ann2", "ann3")
     ), "not every annotator should have done everything"
+
+
+@pytest.mark.slow
+def test_pairs_and_rankings(demo: Path, data: dict) -> None:
+    """Issue #17: pairs of two generators' outputs of one task (some also in the swapped
+    order), two judges (one unparsed verdict with its raw text; one judge on both orders),
+    the three annotators with shown_first, a few disagreements and a changed answer; and a
+    ranking item or two answered by the annotators (one tie) and the judges."""
+    outputs = {o["output_id"]: o for o in data["outputs"]}
+    pairs = {p["pair_id"]: p for p in read_jsonl(demo / "pairs.jsonl")}
+    assert 10 <= len(pairs) <= 40
+    couples = Counter()
+    for p in pairs.values():
+        a, b = outputs[p["output_a"]], outputs[p["output_b"]]
+        assert a["task_id"] == b["task_id"] == p["task_id"] and a["generator"] != b["generator"]
+        assert a["path"] and b["path"] and "node" not in a.get("meta", {})
+        couples[frozenset((p["output_a"], p["output_b"]))] += 1
+    swapped = [p for p in pairs.values() if p.get("meta", {}).get("order") == "swapped"]
+    assert len(swapped) == sum(n == 2 for n in couples.values()) >= 2
+    assert len({p["task_id"] for p in pairs.values()}) >= 10  # clusters for intervals
+    judged: dict[str, dict[str, dict]] = {}
+    for j in data["judgments"]:
+        if "pair_id" in j:
+            assert set(j) == {"judge", "pair_id", "preference", "raw"} and j["raw"]
+            assert j["pair_id"] in pairs and j["pair_id"] not in judged.get(j["judge"], {})
+            judged.setdefault(j["judge"], {})[j["pair_id"]] = j
+    assert len(judged) == 2
+    unparsed = [j for js in judged.values() for j in js.values() if j["preference"] is None]
+    assert len(unparsed) == 1 and unparsed[0]["raw"]
+    both_orders = [judge for judge, js in judged.items()
+                   if all(p["pair_id"] in js for p in swapped)]
+    assert len(both_orders) == 1
+    history: dict[tuple[str, str], list[dict]] = {}
+    for a in data["annotations"]:
+        if "pair_id" in a:
+            assert a["annotator"] in ("ann1", "ann2", "ann3")
+            assert a["preference"] in ("a", "b", "tie", "both_bad")
+            assert a["shown_first"] in ("a", "b") and a["pair_id"] in pairs
+            history.setdefault((a["annotator"], a["pair_id"]), []).append(a)
+    changed = [rows for rows in history.values() if len(rows) > 1]
+    assert len(changed) == 1 and changed[0][-1]["note"]
+    assert changed[0][0]["preference"] != changed[0][-1]["preference"]
+    assert {a["shown_first"] for rows in history.values() for a in rows} == {"a", "b"}
+    final: dict[str, set[str]] = {}
+    for (_who, pair), rows in history.items():
+        final.setdefault(pair, set()).add(rows[-1]["preference"])
+    assert 2 <= sum(len(v) > 1 for v in final.values()) < len(final) / 2  # a few disagree
+    assert {"a", "b", "tie", "both_bad"} <= set().union(*final.values())
+    rankings = {r["ranking_id"]: r for r in read_jsonl(demo / "rankings.jsonl")}
+    assert 1 <= len(rankings) <= 2
+    for r in rankings.values():
+        assert {outputs[o]["task_id"] for o in r["outputs"]} == {r["task_id"]}
+    orders = [a for a in data["annotations"] if "ranking_id" in a]
+    assert Counter(a["ranking_id"] for a in orders) == {r: 3 for r in rankings}
+    assert any(isinstance(place, list) for a in orders for place in a["order"])
+    assert Counter(j["ranking_id"] for j in data["judgments"] if "ranking_id" in j) == {
+        r: 2 for r in rankings}
 
 
 @pytest.mark.slow

@@ -36,6 +36,7 @@ from scipy import stats
 
 from annotation.records import PREFERENCES
 from annotation.stats.pairwise import (
+    UNPARSED,
     confusion,
     human_reference,
     pairwise_agreement,
@@ -281,36 +282,146 @@ def _spearman(x: Any, y: Any) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
+def has_pairwise(pairwise: dict[str, pd.DataFrame]) -> bool:
+    """Whether the project has pairs or ranking items (the Judge validation page shows
+    its section *Pairwise preferences* only then)."""
+    return any(name in pairwise and not pairwise[name].empty for name in ("pairs", "rankings"))
+
+
+def has_answers(pairwise: dict[str, pd.DataFrame], kind: str) -> bool:
+    """Whether anyone of ``kind`` (``judge`` or ``human``) answered a pair or a ranking."""
+    return any(name in pairwise and bool((pairwise[name].kind == kind).any())
+               for name in ("pair_answers", "ranking_answers"))
+
+
+def _interval_text(value: Any, lo: Any, hi: Any) -> str:
+    """``v [lo, hi]`` (3 decimals), ``v`` without an interval, empty without a value."""
+    if pd.isna(value):
+        return ""
+    return f"{value:.3f}" if pd.isna(lo) or pd.isna(hi) else f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+#: pairwise.csv's agreement statistics as shown, with their interval columns
+_SHOWN = (("accuracy, unparsed = miss", "accuracy_all"),
+          ("accuracy of parsed", "accuracy_parsed"),
+          ("kappa (4 classes)", "kappa"),
+          ("accuracy, ties merged", "accuracy_ties_merged"))
+
+
+def judges_view(table: pd.DataFrame) -> pd.DataFrame:
+    """pairwise.csv's judge rows for display: pairs, unparsed, each accuracy and kappa as
+    ``value [lo, hi]`` (95% intervals)."""
+    judges = table[table.rater != HUMANS]
+    shown = pd.DataFrame({"judge": judges.rater, "n_pairs": judges.n_pairs.astype("Int64"),
+                          "n_unparsed": judges.n_unparsed.astype("Int64")})
+    for name, col in _SHOWN:
+        shown[f"{name} [95% CI]"] = [
+            _interval_text(v, a, b)
+            for v, a, b in zip(judges[col], judges[f"{col}_lo"], judges[f"{col}_hi"],
+                               strict=True)]
+    return shown.reset_index(drop=True)
+
+
+def position_view(table: pd.DataFrame) -> pd.DataFrame:
+    """pairwise.csv's judge rows, their position bias for display: the decided (a/b)
+    verdicts, the share preferring the first-shown output ``value [lo, hi]``, the pairs
+    judged in both orders and the share of them answered alike."""
+    judges = table[table.rater != HUMANS]
+    return pd.DataFrame({
+        "judge": judges.rater, "n_decided": judges.n_decided.astype("Int64"),
+        "first shown preferred [95% CI]": [
+            _interval_text(v, a, b) for v, a, b in zip(
+                judges.first_shown_share, judges.first_shown_lo, judges.first_shown_hi,
+                strict=True)],
+        "n_both_orders": judges.n_both_orders.astype("Int64"),
+        "order consistency": judges.order_consistency}).reset_index(drop=True)
+
+
+def humans_view(table: pd.DataFrame) -> pd.DataFrame:
+    """pairwise.csv's ``humans`` row for display: pairs answered by two or more,
+    annotators, Krippendorff's alpha, % agreement, the humans' first-shown share."""
+    humans = table[table.rater == HUMANS]
+    return pd.DataFrame({
+        "pairs with 2+ annotators": humans.n_pairs.astype("Int64"),
+        "annotators": humans.n_annotators.astype("Int64"),
+        "alpha (nominal)": humans.alpha, "% agreement": humans.pct_agreement,
+        "first shown preferred [95% CI]": [
+            _interval_text(v, a, b) for v, a, b in zip(
+                humans.first_shown_share, humans.first_shown_lo, humans.first_shown_hi,
+                strict=True)],
+        "note": humans.note}).reset_index(drop=True)
+
+
+def confusion_view(confusion: pd.DataFrame, judge: str) -> pd.DataFrame:
+    """One judge's rows of pairwise_confusion.csv as a matrix: a row per human reference,
+    a column per verdict (``unparsed`` last), counts."""
+    rows = confusion[confusion.judge == judge]
+    wide = rows.pivot_table(index="reference", columns="verdict", values="n", aggfunc="sum")
+    wide = wide.reindex(index=list(PREFERENCES), columns=[*PREFERENCES, UNPARSED],
+                        fill_value=0).fillna(0).astype(int)
+    wide.columns.name = None
+    return wide.reset_index().rename(columns={"reference": "human reference"})
+
+
+def strengths_view(bt: pd.DataFrame) -> pd.DataFrame:
+    """pairwise_rankings.csv as a matrix: a row per generator, a column per rater (humans
+    first), each cell the Bradley-Terry strength ``value [lo, hi]`` and its rank."""
+    raters = list(dict.fromkeys([*(r for r in bt.rater if r == HUMANS), *bt.rater]))
+    out = pd.DataFrame({"generator": sorted(dict.fromkeys(bt.generator))})
+    for rater in raters:
+        rows = bt[bt.rater == rater].set_index("generator")
+        out[rater] = [
+            "" if g not in rows.index else
+            f"{_interval_text(*rows.loc[g, ['strength', 'strength_lo', 'strength_hi']])}"
+            f" (#{int(rows.loc[g, 'rank'])})" for g in out.generator]
+    return out
+
+
+def tau_view(bt: pd.DataFrame) -> pd.DataFrame:
+    """Per judge: Kendall tau-b between its Bradley-Terry ranking of the generators and the
+    humans' (pairwise_rankings.csv), its p-value and the number of generators."""
+    judges = bt[(bt.rater != HUMANS) & bt.kendall_tau_b.notna()]
+    return (judges.groupby("rater", sort=False)[["kendall_tau_b", "tau_p_value",
+                                                 "n_generators"]].first()
+            .reset_index().rename(columns={"rater": "judge"}))
+
+
 def pairwise_sections(tables: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFrame]]:
-    """report.html's pairwise section: each judge's accuracies ``value [lo, hi]`` and
-    position bias, the humans' agreement, and the generator strengths per rater."""
+    """report.html's pairwise section: each judge's accuracies ``value [lo, hi]``
+    (:func:`judges_view`) and position bias (:func:`position_view`), the humans' agreement
+    (:func:`humans_view`), each judge's confusion matrix (:func:`confusion_view`), the
+    generator strengths per rater (:func:`strengths_view`) with Kendall tau-b
+    (:func:`tau_view`), and the ranking items' Kendall's W and Spearman's rho
+    (rankings.csv)."""
     out = []
     table = tables.get("pairwise")
     if table is not None and not table.empty:
-        shown = table[["rater", "n_pairs", "n_unparsed"]].copy()
-        shown["n_unparsed"] = ["" if pd.isna(v) else str(int(v))  # none on the humans row
-                               for v in table.n_unparsed]
-        for name, col in (("accuracy, unparsed = miss", "accuracy_all"),
-                          ("accuracy of parsed", "accuracy_parsed"), ("kappa (4 classes)",
-                                                                      "kappa"),
-                          ("accuracy, ties merged", "accuracy_ties_merged"),
-                          ("first shown preferred", "first_shown_share")):
-            lo = "first_shown_lo" if col == "first_shown_share" else f"{col}_lo"
-            hi = "first_shown_hi" if col == "first_shown_share" else f"{col}_hi"
-            shown[f"{name} [95% CI]"] = [
-                "" if pd.isna(v) else (f"{v:.3f}" if pd.isna(a) else f"{v:.3f} [{a:.3f}, {b:.3f}]")
-                for v, a, b in zip(table[col], table[lo], table[hi], strict=True)]
-        shown["order consistency"] = table.order_consistency
-        shown["human alpha"] = table.alpha
-        shown["human % agreement"] = table.pct_agreement
-        out.append(("Pairwise judges against the human preference (strict majority of the "
-                    "annotators of a pair; GenAI-Bench's accuracy counts an unparsed verdict "
-                    "as a miss)", shown))
+        if (table.rater != HUMANS).any():
+            out.append(("Pairwise judges against the human preference (strict majority of "
+                        "the annotators of a pair; GenAI-Bench's accuracy counts an unparsed "
+                        "verdict as a miss)", judges_view(table)))
+            out.append(("Pairwise judges' position bias (share of a/b verdicts for the "
+                        "output shown first; consistency on the pairs judged in both orders)",
+                        position_view(table)))
+        if (table.rater == HUMANS).any():
+            out.append(("Pairwise: the humans among themselves (Krippendorff's alpha and % "
+                        "agreement on the pairs answered by two or more)", humans_view(table)))
+    confusion = tables.get("pairwise_confusion")
+    if confusion is not None and not confusion.empty:
+        for judge in dict.fromkeys(confusion.judge):
+            out.append((f"Pairwise confusion matrix of {judge}: human reference (rows) by "
+                        "the judge's verdict (columns)", confusion_view(confusion, str(judge))))
     bt = tables.get("pairwise_rankings")
     if bt is not None and not bt.empty:
-        wide = bt.pivot_table(index="generator", columns="rater", values="strength")
-        wide.columns.name = None
-        out.append(("Bradley-Terry strengths of the generators from pairs (log-odds; a tie "
-                    "is half a win each, both-bad left out), per rater",
-                    wide.reset_index()))
+        out.append(("Bradley-Terry strengths of the generators from pairs (log-odds [95% CI] "
+                    "and rank; a tie is half a win each, both-bad left out), per rater",
+                    strengths_view(bt)))
+        tau = tau_view(bt)
+        if not tau.empty:
+            out.append(("Kendall tau-b between each judge's Bradley-Terry ranking of the "
+                        "generators and the humans'", tau))
+    rankings = tables.get("rankings")
+    if rankings is not None and not rankings.empty:
+        out.append(("Ranking items: Kendall's W among the annotators, Spearman's rho between "
+                    "the mean human ranks and each judge's (TIIF-Bench Sec. 4.2)", rankings))
     return out

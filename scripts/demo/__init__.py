@@ -41,7 +41,8 @@ accounts), :mod:`~scripts.demo.drawing` (sprites, references, scenes),
 :mod:`~scripts.demo.outputs` (the generators' outputs), :mod:`~scripts.demo.truth` (the
 hidden truth, judges and annotators), :mod:`~scripts.demo.trees` (the diagnostic tree),
 :mod:`~scripts.demo.work` (the verifications, tree reviews, submissions and visits),
-:mod:`~scripts.demo.writer` (the files).
+:mod:`~scripts.demo.pairs` (the pairs and rankings of issue #17, with their judge and
+human answers), :mod:`~scripts.demo.writer` (the files).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from scripts.demo.drawing import (
     sprite_tree,
 )
 from scripts.demo.outputs import render_output
+from scripts.demo.pairs import pair_records
 from scripts.demo.spec import (
     ACCOUNTS,
     ANNOTATORS,
@@ -242,7 +243,8 @@ def build_demo_bundle(out_dir: Path) -> None:
     """Write the synthetic demo bundle into ``out_dir`` (created if needed).
 
     The folder gets ``bundle.json``, ``tasks.jsonl``, ``outputs.jsonl``,
-    ``judgments.jsonl``, ``annotations.jsonl``, ``images/`` + ``outputs/``, the
+    ``judgments.jsonl``, ``annotations.jsonl``, ``pairs.jsonl`` and ``rankings.jsonl``
+    (:func:`scripts.demo.pairs.pair_records`), ``images/`` + ``outputs/``, the
     verifications, tree reviews and submissions (:func:`scripts.demo.work.
     write_human_work`: ``prelabel_readings.jsonl``, ``conflict_verdicts.jsonl``,
     ``conflict_resolutions.jsonl``, ``tree_reviews.jsonl``, ``submissions.jsonl``,
@@ -286,6 +288,8 @@ def build_demo_bundle(out_dir: Path) -> None:
     judgments: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
     clocks = {a: p["start"] for a, p in ANNOTATOR_PROFILE.items()}
+    quality: dict[str, float] = {}
+    output_defects: dict[str, list[str]] = {}
     for spec in TASKS:
         for gen in GENERATORS:
             output_id = f"{spec.task_id}/{gen}"
@@ -311,6 +315,9 @@ def build_demo_bundle(out_dir: Path) -> None:
                 row.update(path=rel, meta={"defects": defects})
             outputs.append(row)
             truth = true_scores(spec, gen, rng)
+            if row["path"] is not None:  # the pairs' hidden quality (scripts.demo.pairs)
+                quality[output_id] = sum(truth.values()) / len(truth)
+                output_defects[output_id] = list(defects)
 
             for judge in JUDGES:
                 prof = JUDGE_PROFILE[judge]
@@ -414,12 +421,17 @@ def build_demo_bundle(out_dir: Path) -> None:
         UTC).isoformat(timespec="microseconds"))
                  for (ann, oid), at in last.items()]
     _apply_corrections(annotations, clocks)
+    # verifications and tree reviews: the next morning (scripts.demo.work); pairs and
+    # rankings the afternoon after (scripts.demo.pairs)
+    morning = max(clocks.values()).replace(hour=9, minute=0, second=0,
+                                           microsecond=0) + timedelta(days=1)
+    paired = pair_records(quality, output_defects, morning + timedelta(days=1, hours=5))
     _write_jsonl(out_dir / "outputs.jsonl", outputs)
-    _write_jsonl(out_dir / "judgments.jsonl", judgments)
-    _write_jsonl(out_dir / "annotations.jsonl", annotations)
-    # verifications and tree reviews: the next morning (scripts.demo.work)
-    write_human_work(out_dir, annotated, max(clocks.values()).replace(
-        hour=9, minute=0, second=0, microsecond=0) + timedelta(days=1))
+    _write_jsonl(out_dir / "pairs.jsonl", paired["pairs"])
+    _write_jsonl(out_dir / "rankings.jsonl", paired["rankings"])
+    _write_jsonl(out_dir / "judgments.jsonl", judgments + paired["judgments"])
+    _write_jsonl(out_dir / "annotations.jsonl", annotations + paired["annotations"])
+    write_human_work(out_dir, annotated, morning)
     write_accounts(out_dir / ACCOUNTS_FILE)
 
 
