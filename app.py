@@ -17,6 +17,7 @@ from annotation.ui.app_state import current_user, open_store, sign_in, sign_out
 from annotation.ui.incidents import run_guarded
 from annotation.ui.web_session import cookie_step
 from annotation.ui.widgets import inert
+from annotation.work.compare import has_items as has_compare_items
 
 st.set_page_config(page_title="judge-audit", page_icon=":material/fact_check:", layout="wide")
 
@@ -51,6 +52,9 @@ annotate = [
     st.Page("pages/conflicts.py", title="Verify conflict labels", icon=":material/rule:"),
     st.Page("pages/trees.py", title="Review diagnostic trees", icon=":material/account_tree:"),
 ]
+if user is not None and has_compare_items(store):  # pairs or rankings (issue #17)
+    annotate.append(st.Page("pages/compare.py", title="Compare outputs",
+                            icon=":material/compare:"))
 adjudicate = st.Page("pages/adjudicate.py", title="Adjudicate", icon=":material/gavel:")
 if user is None:
     menu: dict[str, list] = {}

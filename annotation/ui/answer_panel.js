@@ -8,6 +8,8 @@ const STORE_PREFIX = "ja-outbox-v1:";   // + the account's token: one outbox per
 const IDLE_CAP_MS = 120000;
 const MAX_BATCH = 50;
 const COMMAND_RETRY_MS = 4000;
+// the list's heading per kind of target (checklist questions: "Checklist")
+const GROUPS = { v: "Verdicts", p: "Preference", r: "Places (1 = best)" };
 
 // ------------------------------------------------------------------ pure rules
 /** DSG gating: a question is not applicable when a parent is answered "no" or is itself
@@ -456,7 +458,7 @@ function makePanel() {
         if (t.kind === "c" && (i === 0 || s.targets[i - 1].kind !== "c")) children.push(el("div", "ja-group", "Ratings"));
         else if (t.kind !== "c" && t.heading !== heading) {
           heading = t.heading;
-          if (i === 0) children.push(el("div", "ja-group", t.kind === "v" ? "Verdicts" : "Checklist"));
+          if (i === 0) children.push(el("div", "ja-group", GROUPS[t.kind] || "Checklist"));
           if (t.heading) children.push(el("div", "ja-subgroup", t.heading));
         }
         const row = G.row(i, gate[i]);
