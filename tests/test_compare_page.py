@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from annotation.formats.importers import import_path
 from annotation.store import Store
 from annotation.work import compare
 from tests.helpers import panel
 from tests.helpers.apptest import signed_in
+from tests.helpers.bundles import write_doc_example
 from tests.helpers.compare_fixture import compare_db, pair_and_ranking_ids
 from tests.helpers.exposure import leaks, secrets_of
 
@@ -37,7 +39,17 @@ def _menu(at) -> list[str]:
     return [e.proto.label for e in at.get("page_link")]
 
 
-def test_the_menu_has_no_compare_outputs_without_pairs_or_rankings(served_demo):
+@pytest.fixture
+def plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project without pairs or rankings (the documented example bundle)."""
+    path = tmp_path / "plain.db"
+    with Store.open(path) as store:
+        import_path(store, write_doc_example(tmp_path / "doc"))
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
+    return path
+
+
+def test_the_menu_has_no_compare_outputs_without_pairs_or_rankings(plain):
     at = signed_in("app.py", "ann_menu").run()
     assert "Annotate outputs" in _menu(at) and "Compare outputs" not in _menu(at)
 
@@ -109,7 +121,7 @@ def test_rankings_come_after_the_pairs_and_take_places(tmp_path, monkeypatch):
     assert at.session_state["compare"]["rankings"]["ranking_id"] != ranking
 
 
-def test_a_project_without_pairs_says_so(served_demo):
+def test_a_project_without_pairs_says_so(plain):
     at = signed_in("compare.py", "olga").run()
     assert not at.exception
     assert [t.value for t in at.title] == ["Nothing to compare"]
