@@ -65,7 +65,7 @@ with bar:
     st.progress(min(done / total, 1.0) if total else 1.0,
                 text=f"Your progress: {done} of {total} {session.NOUN}s")
 
-main, answer_column = st.columns([3, 1], gap="medium")
+main, answer_column = st.columns([5, 2], gap="medium")
 
 # ------------------------------------------------------------------ the inputs, once
 with main:
@@ -77,7 +77,7 @@ with main:
                                       ("visual_instruction", "Visual instructions"))]
         shown_groups = [(t, g) for t, g in groups if g]
         if shown_groups:
-            cells = st.columns(max(6, sum(len(g) for _, g in shown_groups)))
+            cells = st.columns(max(4, sum(len(g) for _, g in shown_groups)))
             n = 0
             for title, group in shown_groups:
                 for k, image in enumerate(group):

@@ -240,3 +240,13 @@ def test_the_side_counts_of_an_annotator_are_recorded_for_position_bias(store):
     assert len(rows) == len(compare.pair_units(store))
     assert all(pref == side for pref, side in rows)  # always left = the side shown left
     assert set(Counter(side for _, side in rows)) == {"a", "b"}
+
+
+def test_pairs_and_rankings_run_on_the_one_engine():
+    from annotation.work import engine
+
+    assert {compare.PAIRS.kind.name, compare.RANKINGS.kind.name} == {"pairs", "rankings"}
+    assert all(isinstance(r, engine.Router) for r in (compare.PAIRS, compare.RANKINGS))
+    assert issubclass(compare.PairSession, engine.Controller)
+    assert issubclass(compare.RankingSession, engine.Controller)
+    assert {"pairs", "rankings"} <= set(deliveries.WRITERS)

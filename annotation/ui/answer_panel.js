@@ -374,7 +374,7 @@ function makePanel() {
     });
     return e;
   };
-  const keyHint = (k) => (k === "enter" ? "Enter" : k ? k.toUpperCase() : "");
+  const keyHint = (k) => (k === "enter" ? "Enter" : k === "backspace" ? "Backspace" : k ? k.toUpperCase() : "");
   const same = (a, b) => a !== null && a !== undefined && (a === b || (typeof a === "number" && Number(a) === Number(b)));
 
   /** An option button; `at()` is the target it answers when clicked (read at click time,
@@ -538,7 +538,7 @@ function makePanel() {
     // the current target, large
     if (current) {
       top.push(["card", "", () => el("div", "ja-card")]);
-      top.push(["nav", "", () => {
+      if (s.targets.length > 1) top.push(["nav", "", () => {
         const nav = el("div", "ja-nav");
         for (const [label, key, delta] of [["Previous", "k", -1], ["Next", "j", 1]]) {
           const b = el("button", "ja-option"); b.type = "button";

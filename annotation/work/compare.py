@@ -35,8 +35,9 @@ from typing import Any
 
 from annotation.formats.pairs import dumps_order
 from annotation.records import RankOrder
-from annotation.store import Store
+from annotation.store import Store, items
 from annotation.store import answers as answer_rows
+from annotation.store import pairs as pair_rows
 from annotation.store import project as project_rows
 from annotation.store.answers import Delivery
 from annotation.work.engine import (
@@ -71,14 +72,11 @@ class CompareSettings:
     seed: int = 0
 
 
-def pair_units(store: Store) -> list[str]:
-    """Every pair id, in import order."""
-    return [r[0] for r in store.conn.execute("SELECT pair_id FROM pairs ORDER BY rowid")]
-
-
-def ranking_units(store: Store) -> list[str]:
-    """Every ranking id, in import order."""
-    return [r[0] for r in store.conn.execute("SELECT ranking_id FROM rankings ORDER BY rowid")]
+pair_units = pair_rows.pair_ids
+ranking_units = pair_rows.ranking_ids
+#: (output_a, output_b, task_id) of a pair, (outputs, task_id) of a ranking: server side only
+pair_outputs = pair_rows.pair_outputs
+ranking_outputs = pair_rows.ranking_outputs
 
 
 #: the pairwise workflow's router (queue kind ``pairs``)
@@ -175,14 +173,6 @@ class RankingView:
     images: tuple[str | None, ...]
 
 
-def _output(store: Store, output_id: str) -> tuple[str, str | None]:
-    row = store.conn.execute("SELECT task_id, sha256 FROM outputs WHERE output_id = ?",
-                             [output_id]).fetchone()
-    if row is None:
-        raise KeyError(output_id)
-    return str(row[0]), row[1]
-
-
 def _inputs(store: Store, task_id: str) -> TaskInputs:
     task = project_rows.task(store, task_id)
     if task is None:
@@ -192,29 +182,11 @@ def _inputs(store: Store, task_id: str) -> TaskInputs:
     return TaskInputs(task_id, task.instruction, images)
 
 
-def pair_outputs(store: Store, pair_id: str) -> tuple[str, str, str | None]:
-    """(output_a, output_b, task_id) of a pair (server side only)."""
-    row = store.conn.execute("SELECT output_a, output_b, task_id FROM pairs WHERE pair_id = ?",
-                             [pair_id]).fetchone()
-    if row is None:
-        raise KeyError(pair_id)
-    return str(row[0]), str(row[1]), row[2]
-
-
-def ranking_outputs(store: Store, ranking_id: str) -> tuple[list[str], str | None]:
-    """(outputs, task_id) of a ranking (server side only)."""
-    row = store.conn.execute("SELECT outputs, task_id FROM rankings WHERE ranking_id = ?",
-                             [ranking_id]).fetchone()
-    if row is None:
-        raise KeyError(ranking_id)
-    return list(json.loads(row[0])), row[1]
-
-
 def load_pair(store: Store, person: str, pair_id: str) -> PairView:
     """The pair as ``person`` sees it (:func:`shown_first` decides the sides)."""
     a, b, task_id = pair_outputs(store, pair_id)
-    task_a, sha_a = _output(store, a)
-    _, sha_b = _output(store, b)
+    task_a, sha_a = items.output_task(store, a)
+    _, sha_b = items.output_task(store, b)
     left, right = (sha_a, sha_b) if shown_first(person, pair_id) == "a" else (sha_b, sha_a)
     return PairView(_inputs(store, task_id or task_a), left, right)
 
@@ -223,7 +195,7 @@ def load_ranking(store: Store, person: str, ranking_id: str) -> RankingView:
     """The ranking as ``person`` sees it (:func:`shown_order`)."""
     outputs, task_id = ranking_outputs(store, ranking_id)
     shown = shown_order(person, ranking_id, outputs)
-    found = [_output(store, o) for o in shown]
+    found = [items.output_task(store, o) for o in shown]
     return RankingView(_inputs(store, task_id or found[0][0]),
                        tuple(sha for _, sha in found))
 
@@ -314,10 +286,10 @@ def shown_places(store: Store, person: str, ranking_id: str) -> dict[int, tuple[
 # ------------------------------------------------------------------------ the panel
 def pair_targets() -> list[PanelTarget]:
     """The one target of a pair: Left / Right / Both good / Both bad (keys A / B / T / X)."""
-    return [PanelTarget("p", "preference", "Which output follows the task better?",
+    return [PanelTarget("p", "preference", "Your choice",
                         tuple(Option(v, label, key) for v, label, key in PAIR_OPTIONS),
-                        caption="Left or right: both good or both bad if neither is "
-                                "better")]
+                        caption="Which output follows the task better? Both good or both "
+                                "bad if neither is")]
 
 
 def ranking_targets(k: int) -> list[PanelTarget]:
