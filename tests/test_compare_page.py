@@ -125,3 +125,18 @@ def test_a_project_without_pairs_says_so(plain):
     at = signed_in("compare.py", "olga").run()
     assert not at.exception
     assert [t.value for t in at.title] == ["Nothing to compare"]
+
+
+def test_the_admin_sets_the_overlap_of_pairs_and_rankings_on_the_assignment_page(db):
+    at = signed_in("assignment.py", "boss", "admin").run()
+    assert not at.exception
+    assert "Pairs and rankings" in [s.value for s in at.subheader]
+    field = next(n for n in at.number_input if n.label == "Distinct annotators per pair")
+    field.set_value(3)
+    form_button = [b for b in at.get("button") if "pairs-settings" in str(b.proto.form_id)]
+    assert form_button
+    form_button[0].click()
+    at.run()
+    with Store.open(db) as store:
+        assert compare.PAIRS.settings(store).overlap == 3
+        assert compare.RANKINGS.settings(store).overlap == 1
