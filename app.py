@@ -51,10 +51,9 @@ annotate = [
     st.Page("pages/annotate.py", title="Annotate outputs", icon=":material/edit_note:"),
     st.Page("pages/conflicts.py", title="Verify conflict labels", icon=":material/rule:"),
     st.Page("pages/trees.py", title="Review diagnostic trees", icon=":material/account_tree:"),
+    *([st.Page("pages/compare.py", title="Compare outputs", icon=":material/compare:")]
+      if user is not None and has_compare_items(store) else []),  # pairs, rankings (#17)
 ]
-if user is not None and has_compare_items(store):  # pairs or rankings (issue #17)
-    annotate.append(st.Page("pages/compare.py", title="Compare outputs",
-                            icon=":material/compare:"))
 adjudicate = st.Page("pages/adjudicate.py", title="Adjudicate", icon=":material/gavel:")
 if user is None:
     menu: dict[str, list] = {}
