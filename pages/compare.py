@@ -118,7 +118,9 @@ def on_command(command: dict) -> None:
 def answers_view() -> None:
     """The answer panel (an error here leaves the images in place)."""
     assert session is not None and session.unit is not None
-    answer_panel.show(session.panel(), person=user.name, unit=session.unit,
+    # the kind in the token: a pair and a ranking of the same id are different items
+    answer_panel.show(session.panel(), person=user.name,
+                      unit=f"{session.router.kind.name}:{session.unit}",
                       key="pair-panel" if is_pair else "ranking-panel",
                       on_command=on_command)
 
