@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from annotation.formats import pairs as pair_format
-from annotation.records import Problems, ProjectData
+from annotation.formats.bundle import write_bundle
+from annotation.formats.importers import import_path
+from annotation.records import ImportRefused, Problems, ProjectData
 from annotation.store import Store
 from annotation.store import pairs as pair_rows
-from annotation.work import compare, deliveries, panel
+from annotation.work import compare, deliveries, engine, panel
 from annotation.work.engine import ItemTaken
 from tests.helpers.compare_fixture import compare_db, outputs_of_ranking, pair_and_ranking_ids
 from tests.helpers.exposure import leaks, secrets_of
@@ -243,10 +245,54 @@ def test_the_side_counts_of_an_annotator_are_recorded_for_position_bias(store):
 
 
 def test_pairs_and_rankings_run_on_the_one_engine():
-    from annotation.work import engine
-
     assert {compare.PAIRS.kind.name, compare.RANKINGS.kind.name} == {"pairs", "rankings"}
     assert all(isinstance(r, engine.Router) for r in (compare.PAIRS, compare.RANKINGS))
     assert issubclass(compare.PairSession, engine.Controller)
     assert issubclass(compare.RankingSession, engine.Controller)
     assert {"pairs", "rankings"} <= set(deliveries.WRITERS)
+
+
+def test_answers_given_here_export_and_import_with_their_history(db, tmp_path):
+    with Store.open(db) as store:
+        s = compare.session_for(store, "quin", {})
+        assert isinstance(s, compare.PairSession)
+        pair = s.unit
+        s.press("left")
+        s.press("both_bad")
+        r = compare.RankingSession(store, "quin", {})
+        ranking = r.unit
+        for i, place in enumerate((1, 1, 2)):
+            r.place(i, place)
+        write_bundle(store.read_project(), tmp_path / "out")
+        order = compare.my_order(store, "quin", ranking)
+    copy = tmp_path / "copy.db"
+    with Store.open(copy) as store:
+        import_path(store, tmp_path / "out")
+        rows = store.conn.execute(
+            "SELECT preference, shown_first, supersedes IS NOT NULL FROM pair_annotations"
+            " WHERE annotator = 'quin' AND pair_id = ? ORDER BY pair_annotation_id",
+            [pair]).fetchall()
+        side = compare.shown_first("quin", pair)
+        assert rows == [(side, side, 0), ("both_bad", side, 1)]
+        assert compare.my_order(store, "quin", ranking) == order
+
+
+def test_a_submission_naming_an_unknown_pair_is_refused_naming_file_line_and_field(
+        db, tmp_path):
+    with Store.open(db) as store:
+        s = compare.session_for(store, "ria", {})
+        assert isinstance(s, compare.PairSession)
+        s.press("tie")
+        s.command({"name": "submit", "n": 1, "visit": s.state["visit_id"], "seconds": 0})
+        write_bundle(store.read_project(), tmp_path / "out")
+    path = tmp_path / "out" / "submissions.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    n = next(i for i, x in enumerate(lines, 1) if x["kind"] == "pairs")
+    lines[n - 1]["unit"] = "no-such-pair"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    copy = tmp_path / "copy.db"
+    with Store.open(copy) as store:
+        before = store.conn.execute("SELECT count(*) FROM pairs").fetchone()[0]
+        with pytest.raises(ImportRefused, match=rf"submissions.jsonl:{n}: unit: unknown pair"):
+            import_path(store, tmp_path / "out")
+        assert store.conn.execute("SELECT count(*) FROM pairs").fetchone()[0] == before
