@@ -16,6 +16,7 @@ from annotation.formats.bundle import write_bundle
 from annotation.formats.importers import import_path
 from annotation.records import ImportRefused, Problems, ProjectData
 from annotation.store import Store
+from annotation.store import answers as answer_rows
 from annotation.store import pairs as pair_rows
 from annotation.work import compare, deliveries, engine, panel
 from annotation.work.engine import ItemTaken
@@ -296,3 +297,23 @@ def test_a_submission_naming_an_unknown_pair_is_refused_naming_file_line_and_fie
         with pytest.raises(ImportRefused, match=rf"submissions.jsonl:{n}: unit: unknown pair"):
             import_path(store, tmp_path / "out")
         assert store.conn.execute("SELECT count(*) FROM pairs").fetchone()[0] == before
+
+
+def test_an_imported_order_shows_as_places_and_one_press_changes_it(db):
+    with Store.open(db) as store:
+        ranking = compare.ranking_units(store)[0]
+        outputs, _ = compare.ranking_outputs(store, ranking)
+        with store.transaction(user=None) as conn:  # as an import writes it
+            answer_rows.supersede(conn, "ranking", {
+                "annotator": "sam", "ranking_id": ranking,
+                "ranked": json.dumps([outputs[0], [outputs[1], outputs[2]]]),
+                "source": "import:1"})
+        assert compare.places_of([outputs[0], [outputs[1], outputs[2]]]) == {
+            outputs[0]: 1, outputs[1]: 2, outputs[2]: 2}
+        shown = compare.shown_order("sam", ranking, outputs)
+        given = compare.shown_places(store, "sam", ranking)
+        assert {shown[i]: p for i, (p, _) in given.items()} == {
+            outputs[0]: 1, outputs[1]: 2, outputs[2]: 2}
+        compare.RANKINGS.next(store, "sam")
+        compare.give_place(store, "sam", ranking, shown.index(outputs[2]), 3)
+        assert compare.my_order(store, "sam", ranking) == outputs

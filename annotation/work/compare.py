@@ -144,6 +144,13 @@ def order_of(places: Mapping[str, int], outputs: Sequence[str]) -> RankOrder | N
     return out
 
 
+def places_of(order: RankOrder) -> dict[str, int]:
+    """The place (1 = best) of each output of an order: the inverse of :func:`order_of`
+    (an order imported from a bundle, or written before the places, shown as places)."""
+    return {o: i + 1 for i, place in enumerate(order)
+            for o in (place if isinstance(place, list) else [place])}
+
+
 # ------------------------------------------------------------------------ items
 @dataclass(frozen=True)
 class TaskInputs:
@@ -255,6 +262,9 @@ def give_place(store: Store, person: str, ranking_id: str, position: int, place:
             "place": place, "created_at": act.stamp, "source": "app"},
             same=("place",), previous=current, delivery=delivery)
         places = {r["output_id"]: int(r["place"]) for r in act.current_rows("ranking_place")}
+        stored = act.current("ranking", {"ranking_id": ranking_id})
+        if stored is not None:  # an order without places (imported): its places count
+            places = places_of(json.loads(stored["ranked"])) | places
         order = order_of(places, outputs)
         if order is not None:
             act.supersede("ranking", {
@@ -275,10 +285,15 @@ def my_order(store: Store, person: str, ranking_id: str) -> RankOrder | None:
     return json.loads(rows[-1]["ranked"]) if rows else None
 
 
-def shown_places(store: Store, person: str, ranking_id: str) -> dict[int, tuple[int, int]]:
-    """Per position of ``person``'s view, (place, row id) of the places given."""
+def shown_places(store: Store, person: str, ranking_id: str
+                 ) -> dict[int, tuple[int, int | None]]:
+    """Per position of ``person``'s view, (place, row id) of the places given; an output
+    without a place row takes its place in the person's stored order, if any (row None)."""
     outputs, _ = ranking_outputs(store, ranking_id)
-    mine = my_places(store, person, ranking_id)
+    mine: dict[str, tuple[int, int | None]] = dict(my_places(store, person, ranking_id))
+    order = my_order(store, person, ranking_id)
+    if order is not None:
+        mine = {o: (p, None) for o, p in places_of(order).items()} | mine
     return {i: mine[o] for i, o in enumerate(shown_order(person, ranking_id, outputs))
             if o in mine}
 
@@ -412,7 +427,7 @@ class RankingSession(_CompareSession):
         given = shown_places(self.store, self.person, self.unit)
         return self.panel_for(ranking_targets(ranking_size(self.store, self.unit)),
                               {i: float(p) for i, (p, _) in given.items()},
-                              {i: r for i, (_, r) in given.items()})
+                              {i: r for i, (_, r) in given.items() if r is not None})
 
 
 def session_for(store: Store, person: str, state: MutableMapping[str, Any]
@@ -439,6 +454,6 @@ __all__ = [
     "COMMANDS", "PAIRS", "PAIR_OPTIONS", "RANKINGS", "CompareSettings", "PairSession",
     "PairView", "RankingSession", "RankingView", "TaskInputs", "give_place",
     "give_preference", "has_items", "load_pair", "load_ranking", "my_order", "my_places",
-    "my_preference", "order_of", "pair_targets", "ranking_targets", "session_for",
+    "my_preference", "order_of", "pair_targets", "places_of", "ranking_targets", "session_for",
     "shown_first", "shown_order", "shown_places", "to_shown", "to_stored",
 ]
