@@ -139,6 +139,13 @@ def test_pairs_and_rankings_with_the_keyboard_blind(tmp_path: Path) -> None:
             with Store.open(db, migrate=False) as store:
                 assert compare.my_order(store, WHO, ranking) == [
                     shown[1], sorted([shown[0], shown[2]], key=outputs.index)]
+            # a reload shows the stored places, output by output
+            page.reload(wait_until="domcontentloaded")
+            page.wait_for_selector(PANEL, timeout=60_000)
+            wait_until(page, lambda: idle(page) and page.eval_on_selector_all(
+                ".ja-list .ja-item .ja-option.ja-chosen .ja-label",
+                "els => els.map(e => e.textContent)") == ["2", "1", "2"],
+                "the stored places after a reload", timeout=60)
             dom += page.evaluate(DOM_ATTRIBUTES_JS)
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "compare-ranking.png"), full_page=True)
