@@ -15,7 +15,7 @@ import streamlit as st
 from annotation.ui import answer_panel, render
 from annotation.ui.app_state import open_store
 from annotation.ui.incidents import guarded
-from annotation.ui.widgets import inert, require, show_image
+from annotation.ui.widgets import inert, require, safe_markdown, show_image
 from annotation.work import compare
 
 user = require()
@@ -46,6 +46,10 @@ if session is None:
         st.rerun()
     st.stop()
 
+guidelines = store.project_info().get("guidelines")
+if guidelines:
+    with st.sidebar.expander("Guidelines", icon=":material/menu_book:"):
+        st.markdown(safe_markdown(guidelines))
 if notice := session.state.pop("notice", None):  # a stale tab was refused: say why
     st.warning(notice, icon=":material/sync_problem:")
 is_pair = isinstance(session, compare.PairSession)

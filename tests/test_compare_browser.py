@@ -7,6 +7,7 @@ output A is on."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,10 @@ def test_pairs_and_rankings_with_the_keyboard_blind(tmp_path: Path) -> None:
             other = "b" if side == "a" else "a"
             assert [r[1] for r in rows] == [side, other, "tie", "both_bad"]
             assert {r[2] for r in rows} == {side} == {compare.shown_first(WHO, pair)}
+            timing = page.evaluate("() => window.__jaPanel.stats.presses.map("
+                                   "p => [p.visible - p.at, p.acked - p.at])")
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            (ARTIFACTS / "compare-latency.json").write_text(json.dumps(timing))
             assert rows[0][3] is None and all(r[3] is not None for r in rows[1:])
             dom += page.evaluate(DOM_ATTRIBUTES_JS)
             press(page, "Enter")

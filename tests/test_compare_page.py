@@ -140,3 +140,10 @@ def test_the_admin_sets_the_overlap_of_pairs_and_rankings_on_the_assignment_page
     with Store.open(db) as store:
         assert compare.PAIRS.settings(store).overlap == 3
         assert compare.RANKINGS.settings(store).overlap == 1
+
+
+def test_the_guidelines_are_in_the_sidebar(db):
+    at = signed_in("compare.py", "pat").run()
+    assert not at.exception
+    assert [e.label for e in at.sidebar.expander] == ["Guidelines"]
+    assert "follows the instruction" in at.sidebar.expander[0].markdown[0].value

@@ -12,11 +12,16 @@ from annotation.store import Store
 from tests.helpers.bundles import make_image, read_jsonl, write_jsonl
 from tests.helpers.pair_fixture import pair_bundle
 
+GUIDELINES = "Prefer the output that **follows the instruction**."
+
 
 def compare_bundle(root: Path, *, rankings_only: bool = False) -> Path:
     """Write the bundle at ``root``: the pair fixture without its human answers, each task
-    with a reference image; ``rankings_only``: no pairs."""
+    with a reference image, the project's guidelines; ``rankings_only``: no pairs."""
     pair_bundle(root)
+    header = json.loads((root / "bundle.json").read_text(encoding="utf-8"))
+    (root / "bundle.json").write_text(json.dumps(header | {"guidelines": GUIDELINES}),
+                                      encoding="utf-8")
     write_jsonl(root / "annotations.jsonl", [])
     tasks = read_jsonl(root / "tasks.jsonl")
     for t in tasks:
