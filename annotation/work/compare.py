@@ -328,7 +328,6 @@ class _CompareSession(Controller):
     else)."""
 
     PERSON = "annotator"
-    kind_label: str = "item"
 
     def __init__(self, store: Store, person: str, state: MutableMapping[str, Any],
                  clock: Callable[[], float] = time.monotonic):
