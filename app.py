@@ -17,6 +17,7 @@ from annotation.ui.app_state import current_user, open_store, sign_in, sign_out
 from annotation.ui.incidents import run_guarded
 from annotation.ui.web_session import cookie_step
 from annotation.ui.widgets import inert
+from annotation.work.compare import has_items as has_compare_items
 
 st.set_page_config(page_title="judge-audit", page_icon=":material/fact_check:", layout="wide")
 
@@ -50,6 +51,8 @@ annotate = [
     st.Page("pages/annotate.py", title="Annotate outputs", icon=":material/edit_note:"),
     st.Page("pages/conflicts.py", title="Verify conflict labels", icon=":material/rule:"),
     st.Page("pages/trees.py", title="Review diagnostic trees", icon=":material/account_tree:"),
+    *([st.Page("pages/compare.py", title="Compare outputs", icon=":material/compare:")]
+      if user is not None and has_compare_items(store) else []),  # pairs, rankings (#17)
 ]
 adjudicate = st.Page("pages/adjudicate.py", title="Adjudicate", icon=":material/gavel:")
 if user is None:

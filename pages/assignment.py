@@ -11,7 +11,7 @@ from annotation.results.study import StudyData, load_study
 from annotation.store import Store, items
 from annotation.ui.app_state import open_store
 from annotation.ui.widgets import require
-from annotation.work import gold, sampling, validation_set, workflow
+from annotation.work import compare, gold, sampling, validation_set, workflow
 
 user = require("admin")
 store = open_store(st.session_state)
@@ -237,6 +237,27 @@ with st.expander("Planning: how many more outputs for a target interval width"):
                 else:
                     st.dataframe(plan.drop(columns=["target_width"]), hide_index=True,
                                  width="stretch")
+
+if compare.has_items(store):  # pairs and rankings (issue #17): the Compare outputs page
+    st.subheader("Pairs and rankings", anchor=False)
+    compare_columns = st.columns(2)
+    for column, router, noun in ((compare_columns[0], compare.PAIRS, "pair"),
+                                 (compare_columns[1], compare.RANKINGS, "ranking")):
+        kind_settings = router.settings(store)
+        got, wanted = router.overall_progress(store)
+        with column, st.form(f"{router.kind.name}-settings"):
+            st.progress(min(got / wanted, 1.0) if wanted else 1.0,
+                        text=f"{noun.capitalize()}s: {got} of {wanted} answers needed "
+                             f"({kind_settings.overlap} per {noun})")
+            kind_overlap = st.number_input(f"Distinct annotators per {noun}", 1, 20,
+                                           kind_settings.overlap)
+            kind_minutes = st.number_input("Reservation timeout (minutes)", 1, 24 * 60,
+                                           kind_settings.reservation_minutes,
+                                           key=f"{router.kind.name}-minutes")
+            if st.form_submit_button("Save"):
+                router.set_settings(store, user.name, overlap=int(kind_overlap),
+                                    reservation_minutes=int(kind_minutes))
+                st.rerun()
 
 st.subheader("Per annotator", anchor=False)
 st.dataframe(workflow.progress_by_annotator(store), hide_index=True, width="stretch")

@@ -26,7 +26,7 @@ PAGES = {"login": None, "overview": "Overview", "assignment": "Assignment & prog
          "annotate": "Annotate outputs", "conflicts": "Verify conflict labels",
          "trees": "Review diagnostic trees", "analytics": "Judge validation",
          "conflict_results": "Conflict labels", "tree_results": "Tree localization",
-         "adjudicate": "Adjudicate"}
+         "adjudicate": "Adjudicate", "compare": "Compare outputs"}
 
 
 def free_port() -> int:

@@ -53,7 +53,7 @@ REASONS = ("identity_inconsistency", "attribute_mismatch", "duplication", "sourc
 FLAG_REASONS = ("broken_image", "ambiguous_question", "other")
 #: the workflow kinds of ``submissions.jsonl`` and ``visits.jsonl`` and what their unit is
 QUEUE_UNITS = {"annotate": "output", "verify": "task", "trees": "output",
-               "adjudicate": "dispute"}
+               "adjudicate": "dispute", "pairs": "pair", "rankings": "ranking"}
 #: what an adjudication decides (``adjudications.kind``: issue #16)
 ADJUDICATION_KINDS = ("checklist", "tree")
 #: a gold answer's checklist answer (``gold_answers.answer``)
@@ -391,6 +391,10 @@ class Known:
     image_hashes: Mapping[tuple[str, int], str] = field(default_factory=dict)
     #: the criteria a gold score may name (None: not checked)
     criteria: frozenset[str] | None = None
+    #: the pairs and rankings a submission or visit of *Compare outputs* may name (issue
+    #: #17; None: not checked)
+    pair_ids: frozenset[str] | None = None
+    ranking_ids: frozenset[str] | None = None
 
     def answer_key(self, spec: WorkFile, values: Mapping[str, Any]) -> tuple[Any, ...]:
         """Which answer a row is: ``spec.key``, except that a pre-label reading is keyed
@@ -446,7 +450,13 @@ def _references(pr: Problems, spec: WorkFile, row: WorkRow, known: Known) -> Non
             pr.at(row.origin, "question_id", f"question {qid!r} is not in the checklist of "
                   f"output {v['output_id']!r}")
     if "unit" in v:
-        if QUEUE_UNITS[v["kind"]] == "task":
+        if QUEUE_UNITS[v["kind"]] in ("pair", "ranking"):
+            what = QUEUE_UNITS[v["kind"]]
+            ids = known.pair_ids if what == "pair" else known.ranking_ids
+            if ids is not None and v["unit"] not in ids:
+                pr.at(row.origin, "unit", f"unknown {what} {v['unit']!r} (list it in "
+                      f"{what}s.jsonl)")
+        elif QUEUE_UNITS[v["kind"]] == "task":
             task(v["unit"], "unit")
         elif QUEUE_UNITS[v["kind"]] == "dispute":  # ["<kind>", "<output>", "<target>"]
             try:

@@ -541,8 +541,13 @@ def _check_work(ck: _Check, project: ProjectData, targets: _Targets) -> None:
     hashes = dict(ck.existing.get("image_hashes", {}))
     for image in project.images:
         hashes[(image.task_id, image.index)] = image.file.sha256
+    stored = ck.existing.get("pairs", {})
+    pair_ids = frozenset({*stored.get("pairs", {}), *(p.pair_id for p in project.pairs)})
+    ranking_ids = frozenset({*stored.get("rankings", {}),
+                             *(r.ranking_id for r in project.rankings)})
     known = human_work.Known(targets.output_task, images, targets.task_checklist,
-                             targets.question_checklist, hashes, frozenset(targets.criteria))
+                             targets.question_checklist, hashes, frozenset(targets.criteria),
+                             pair_ids, ranking_ids)
     checked = human_work.check(ck.pr, project.work, ck.existing.get("work", {}), known)
     ck.out.work = checked.rows
     ck.unchanged.update(checked.unchanged)

@@ -410,7 +410,8 @@ class Store:
             existing["work"] = human_work.stored_rows(self, project.work)
             existing["task_images"] = human_work.image_counts(self)
             existing["image_hashes"] = human_work.image_hashes(self)
-        if project.pairs or project.rankings or project.pair_answers or project.ranking_answers:
+        if (project.pairs or project.rankings or project.pair_answers
+                or project.ranking_answers or project.work):  # work: units of pairs, rankings
             from annotation.store import pairs
 
             existing["pairs"] = pairs.stored(self)  # issue #17

@@ -78,14 +78,18 @@ ANSWER_KINDS: dict[str, AnswerKind] = {
 }
 
 #: Issue #17: a person's preference on a pair and order of a ranking's outputs (one answer
-#: per person and item: the key repeats the unit). Written by the same :func:`supersede`;
-#: kept beside :data:`ANSWER_KINDS` (the answers of the four workflows) until a workflow
-#: of the annotate page writes them.
+#: per person and item: the key repeats the unit). Written by the same :func:`supersede`
+#: (on import, and by the *Compare outputs* workflows, :mod:`annotation.work.compare`);
+#: kept beside :data:`ANSWER_KINDS` (the answers of the four older workflows).
 ITEM_KINDS: dict[str, AnswerKind] = {
     "pair": AnswerKind("pair_annotations", "pair_annotation_id", "annotator", "pair_id",
                        ("pair_id",), registry="annotators"),
     "ranking": AnswerKind("ranking_annotations", "ranking_annotation_id", "annotator",
                           "ranking_id", ("ranking_id",), registry="annotators"),
+    #: the place given to one output of a ranking (schema 13: one row per key press on
+    #: *Compare outputs*; the complete order is then written as a ``ranking`` answer)
+    "ranking_place": AnswerKind("ranking_places", "place_id", "annotator", "ranking_id",
+                                ("output_id",), registry="annotators"),
 }
 
 

@@ -38,7 +38,7 @@ from annotation.store.media import media_dir, media_file
 COUNTED = ("annotations", "submissions", "flags", "outputs", "files", "users", "audit_log",
            "prelabel_readings", "conflict_verdicts", "tree_reviews", "conflict_resolutions",
            # issue #17: the human answers on pairs and rankings
-           "pair_annotations", "ranking_annotations")
+           "pair_annotations", "ranking_annotations", "ranking_places")
 
 
 class RecoveryError(RuntimeError):

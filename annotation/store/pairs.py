@@ -159,3 +159,32 @@ def pair_frames(store: Store) -> dict[str, pd.DataFrame]:
             "ranking_answers": ranking_answers,
             "generators": pd.DataFrame({"output_id": list(generators),
                                         "generator": list(generators.values())})}
+
+
+# ------------------------------------------------------------------ for the workflows
+def pair_ids(store: Store) -> list[str]:
+    """Every pair id, in import order (the units of the ``pairs`` workflow)."""
+    return [r[0] for r in store.conn.execute("SELECT pair_id FROM pairs ORDER BY rowid")]
+
+
+def ranking_ids(store: Store) -> list[str]:
+    """Every ranking id, in import order (the units of the ``rankings`` workflow)."""
+    return [r[0] for r in store.conn.execute("SELECT ranking_id FROM rankings ORDER BY rowid")]
+
+
+def pair_outputs(store: Store, pair_id: str) -> tuple[str, str, str | None]:
+    """(output_a, output_b, task_id) of a pair; KeyError when there is none."""
+    row = store.conn.execute("SELECT output_a, output_b, task_id FROM pairs WHERE pair_id = ?",
+                             [pair_id]).fetchone()
+    if row is None:
+        raise KeyError(pair_id)
+    return str(row[0]), str(row[1]), row[2]
+
+
+def ranking_outputs(store: Store, ranking_id: str) -> tuple[list[str], str | None]:
+    """(outputs, task_id) of a ranking; KeyError when there is none."""
+    row = store.conn.execute("SELECT outputs, task_id FROM rankings WHERE ranking_id = ?",
+                             [ranking_id]).fetchone()
+    if row is None:
+        raise KeyError(ranking_id)
+    return list(json.loads(row[0])), row[1]

@@ -46,6 +46,9 @@ Tables (see ``docs/schema.md`` for every column):
 * Schema 12 (issue #17): ``pairs`` and ``rankings`` (pairwise and ranking items), the
   judges' answers ``pair_judgments`` and ``ranking_judgments``, the humans' answers
   ``pair_annotations`` and ``ranking_annotations`` (append-only, ``supersedes``).
+* Schema 13 (issue #17): ``ranking_places`` (append-only: the place an annotator gave each
+  output of a ranking, one row per key press; the complete order goes to
+  ``ranking_annotations``).
 """
 
 from __future__ import annotations
@@ -695,6 +698,24 @@ MIGRATIONS.append("""
     CREATE INDEX ranking_annotations_item ON ranking_annotations(ranking_id, annotator);
 """ + append_only_sql("pair_annotations", "pair_annotation_id", "pair annotations")
     + append_only_sql("ranking_annotations", "ranking_annotation_id", "ranking annotations"))
+
+# 12 -> 13: the place an annotator gives one output of a ranking item (issue #17, ranking
+# with digit keys): one row per key press, append-only with ``supersedes`` (key: the output
+# within the ranking). Once every output of the ranking has a place, the order they make is
+# written to ``ranking_annotations`` in the same transaction (the bundle's answer).
+MIGRATIONS.append("""
+    CREATE TABLE ranking_places (
+        place_id INTEGER PRIMARY KEY,
+        annotator TEXT NOT NULL REFERENCES annotators(name),
+        ranking_id TEXT NOT NULL REFERENCES rankings(ranking_id),
+        output_id TEXT NOT NULL REFERENCES outputs(output_id),
+        place INTEGER NOT NULL CHECK (place >= 1),
+        created_at TEXT NOT NULL,
+        supersedes INTEGER UNIQUE REFERENCES ranking_places(place_id),
+        source TEXT NOT NULL DEFAULT 'app'
+    );
+    CREATE INDEX ranking_places_item ON ranking_places(ranking_id, annotator);
+""" + append_only_sql("ranking_places", "place_id", "ranking places"))
 
 SCHEMA_VERSION = len(MIGRATIONS)
 #: the store runs VACUUM once after migrating past this version (migration 6 drops tables)

@@ -8,6 +8,8 @@ const STORE_PREFIX = "ja-outbox-v1:";   // + the account's token: one outbox per
 const IDLE_CAP_MS = 120000;
 const MAX_BATCH = 50;
 const COMMAND_RETRY_MS = 4000;
+// the list's heading per kind of target (checklist questions: "Checklist")
+const GROUPS = { v: "Verdicts", p: "Preference", r: "Places (1 = best)" };
 
 // ------------------------------------------------------------------ pure rules
 /** DSG gating: a question is not applicable when a parent is answered "no" or is itself
@@ -372,7 +374,7 @@ function makePanel() {
     });
     return e;
   };
-  const keyHint = (k) => (k === "enter" ? "Enter" : k ? k.toUpperCase() : "");
+  const keyHint = (k) => (k === "enter" ? "Enter" : k === "backspace" ? "Backspace" : k ? k.toUpperCase() : "");
   const same = (a, b) => a !== null && a !== undefined && (a === b || (typeof a === "number" && Number(a) === Number(b)));
 
   /** An option button; `at()` is the target it answers when clicked (read at click time,
@@ -456,7 +458,7 @@ function makePanel() {
         if (t.kind === "c" && (i === 0 || s.targets[i - 1].kind !== "c")) children.push(el("div", "ja-group", "Ratings"));
         else if (t.kind !== "c" && t.heading !== heading) {
           heading = t.heading;
-          if (i === 0) children.push(el("div", "ja-group", t.kind === "v" ? "Verdicts" : "Checklist"));
+          if (i === 0) children.push(el("div", "ja-group", GROUPS[t.kind] || "Checklist"));
           if (t.heading) children.push(el("div", "ja-subgroup", t.heading));
         }
         const row = G.row(i, gate[i]);
@@ -536,7 +538,7 @@ function makePanel() {
     // the current target, large
     if (current) {
       top.push(["card", "", () => el("div", "ja-card")]);
-      top.push(["nav", "", () => {
+      if (s.targets.length > 1) top.push(["nav", "", () => {
         const nav = el("div", "ja-nav");
         for (const [label, key, delta] of [["Previous", "k", -1], ["Next", "j", 1]]) {
           const b = el("button", "ja-option"); b.type = "button";

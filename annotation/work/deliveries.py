@@ -38,7 +38,7 @@ from typing import Any
 from annotation.store import Store
 from annotation.store import queue as queues
 from annotation.store.answers import Delivery, DeliveryConflict
-from annotation.work import checklist, panel, verification, workflow
+from annotation.work import checklist, compare, panel, verification, workflow
 from annotation.work.engine import ACTIVE_CLOCK, IDLE_CAP_SECONDS, ChangedElsewhere, ItemTaken
 
 #: at most this many entries in one delivery (the panel sends the rest next)
@@ -193,8 +193,33 @@ def _verify(store: Store, person: str, unit: str, target: int, entry: Entry,
     return row
 
 
+def _pair(store: Store, person: str, unit: str, target: int, entry: Entry,
+          active: tuple[int, float]) -> int:
+    """A press on a pair: ``left`` / ``right`` / ``tie`` / ``both_bad`` (screen terms; the
+    workflow stores it in terms of output A / B)."""
+    if target != 0:
+        raise ValueError("a pair has one question")
+    if entry.value not in compare.PRESSED:
+        raise ValueError(f"a preference is one of {', '.join(compare.PRESSED)}")
+    return compare.give_preference(store, person, unit, str(entry.value), active=active,
+                                   expected=entry.seen, slot=True,
+                                   delivery=Delivery(entry.client_id, entry.seq))
+
+
+def _ranking(store: Store, person: str, unit: str, target: int, entry: Entry,
+             active: tuple[int, float]) -> int:
+    """A place (1..k) given to the output shown at position ``target`` of a ranking."""
+    value = entry.value
+    if isinstance(value, str) or float(value) != int(value):
+        raise ValueError("a place is a whole number")
+    return compare.give_place(store, person, unit, target, int(value), active=active,
+                              expected=entry.seen, slot=True,
+                              delivery=Delivery(entry.client_id, entry.seq))
+
+
 #: per queue kind, the writer of a panel entry
-WRITERS: dict[str, Writer] = {"annotate": _annotate, "verify": _verify}
+WRITERS: dict[str, Writer] = {"annotate": _annotate, "verify": _verify, "pairs": _pair,
+                              "rankings": _ranking}
 
 
 # ------------------------------------------------------------------ delivering
@@ -249,6 +274,13 @@ def _current(store: Store, person: str, visit: queues.Visit, target: int) -> Any
             targets = panel.output_targets(store, visit.unit)
             return (_stored_annotation(store, person, visit.unit, targets[target])
                     if target < len(targets) else None)
+        if visit.kind == "pairs":
+            row = compare.my_preference(store, person, visit.unit)
+            return None if row is None else compare.to_shown(row["preference"],
+                                                              row["shown_first"])
+        if visit.kind == "rankings":
+            given = compare.shown_places(store, person, visit.unit).get(target)
+            return None if given is None else float(given[0])
         item = verification.load_verify_item(store, visit.unit)
         return verification.verdict_values(item, verification.my_verdicts(
             store, person, visit.unit)).get(target)

@@ -483,6 +483,11 @@ class Answering:
     def current(self, kind: str, key: dict[str, Any]) -> dict[str, Any] | None:
         return self._q.current_answer(kind, self.person, self.unit, key)
 
+    def current_rows(self, kind: str) -> list[dict[str, Any]]:
+        """Every current row of this kind of the person on the unit (inside the write's
+        transaction, so rows just appended count)."""
+        return self._q.current_rows(kind, self.person, self.unit)
+
     def check_seen(self, kind: str, current: dict[str, Any] | None, seen: Any,
                    delivery: Delivery | None = None) -> None:
         """Raise :class:`ChangedElsewhere` when the current answer is not the row the
@@ -493,7 +498,7 @@ class Answering:
             return
         if delivery is not None and self._q.delivered(delivery.client_id):
             return
-        row_id = answer_rows.ANSWER_KINDS[kind].row_id
+        row_id = (answer_rows.ANSWER_KINDS | answer_rows.ITEM_KINDS)[kind].row_id
         if (current[row_id] if current else None) != seen:
             raise ChangedElsewhere(
                 "This answer was changed in another tab or window meanwhile: reloaded. "

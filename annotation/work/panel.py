@@ -35,8 +35,9 @@ from annotation.work.checklist import QuestionView
 
 ANSWER_TEXT = {"yes": "Yes", "no": "No", "cant_tell": "Can't tell"}
 QUESTION_KEYS = (("yes", "Y"), ("no", "N"), ("cant_tell", "U"))
-#: the kinds of target: a checklist question, a criterion (rating), a conflict verdict
-KINDS = ("q", "c", "v")
+#: the kinds of target: a checklist question, a criterion (rating), a conflict verdict, a
+#: pairwise preference, the place of one output of a ranking (:mod:`annotation.work.compare`)
+KINDS = ("q", "c", "v", "p", "r")
 
 
 @dataclass(frozen=True)
