@@ -71,26 +71,11 @@ with bar:
 
 main, answer_column = st.columns([5, 2], gap="medium")
 
-# ------------------------------------------------------------------ the inputs, once
+# ------------------------------------------------------------------ the instruction, once
 with main:
     with st.container(border=True):
         st.caption("Text instruction")
         st.text(inputs.instruction)
-        groups = [(title, [im for im in inputs.images if im.role == role])
-                  for role, title in (("reference", "Reference images"),
-                                      ("visual_instruction", "Visual instructions"))]
-        shown_groups = [(t, g) for t, g in groups if g]
-        if shown_groups:
-            cells = st.columns(max(4, sum(len(g) for _, g in shown_groups)))
-            n = 0
-            for title, group in shown_groups:
-                for k, image in enumerate(group):
-                    with cells[n]:
-                        if k == 0:
-                            st.caption(title)
-                        show_image(store, image.sha256, render.STRIP_SIZE,
-                                   caption=inert(image.short_caption))
-                    n += 1
 
     # -------------------------------------------------------------- the outputs
     if isinstance(view, compare.PairView):
@@ -135,3 +120,15 @@ with answer_column:
                "Enter submits · Backspace goes back" if is_pair else
                "Give each output a place with a digit (1 = best; the same digit for a tie); "
                "J / K move · Enter submits · Backspace goes back")
+    # the input images beside the outputs (as on Annotate outputs), not above them
+    for role, title in (("reference", "Reference images"),
+                        ("visual_instruction", "Visual instructions")):
+        group = [im for im in inputs.images if im.role == role]
+        if not group:
+            continue
+        st.caption(title)
+        grid = st.columns(2)
+        for i, image in enumerate(group):
+            with grid[i % 2]:
+                show_image(store, image.sha256, render.STRIP_SIZE,
+                           caption=inert(image.short_caption))
