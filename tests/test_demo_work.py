@@ -16,6 +16,7 @@ from annotation.project_files import DEMO_BUNDLE, build_demo_db
 from annotation.results import conflicts as conflict_results
 from annotation.store import Store
 from annotation.trace import trees
+from annotation.work import compare
 from annotation.work import tree_review as tr
 from annotation.work import verification as vf
 from tests.helpers.apptest import signed_in
@@ -57,7 +58,8 @@ def test_the_demo_holds_the_designed_verifications_and_reviews():
     reviews = _lines("tree_reviews.jsonl")
     assert any(r["supersedes"] is not None for r in reviews)
     submitted = _lines("submissions.jsonl")
-    assert {s["kind"] for s in submitted} == {"annotate", "verify", "trees"}
+    assert {s["kind"] for s in submitted} == {"annotate", "verify", "trees", "pairs",
+                                              "rankings"}
     assert [(r["task_id"], r["conflict"], r["decided_by"])
             for r in _lines("conflict_resolutions.jsonl")] == [("demo-07", "wind", "admin")]
 
@@ -73,6 +75,14 @@ def test_the_demo_accounts_keep_their_story(make_demo_db, tmp_path):
         assert tr.personal_progress(store, "ann1")[0] == 2
         assert tr.personal_progress(store, "alice")[0] == 0
         assert tr.next_tree(store, "alice") == "demo-10/gpt-image-1"
+        # the demo annotators' pair and ranking answers are submitted work: they are not
+        # offered again, and alice gets what the overlap leaves open
+        ann1 = compare.PairSession(store, "ann1", {})
+        assert ann1.progress()[0] > 0 and compare.RankingSession(
+            store, "ann1", {}).progress() == (2, 2)
+        answered = {r["pair_id"] for r in _lines("annotations.jsonl")
+                    if r.get("annotator") == "ann1" and "pair_id" in r}
+        assert ann1.unit not in answered
         assert vf.next_task(store, "alice") is not None
 
 

@@ -136,13 +136,31 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
+def _compared(out_dir: Path) -> list[dict[str, Any]]:
+    """The annotators' answers on pairs and rankings in ``annotations.jsonl`` (written
+    before the human work), as rows with the Compare outputs queue's kind and unit."""
+    rows = []
+    with (out_dir / "annotations.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            for kind, unit in (("pairs", "pair_id"), ("rankings", "ranking_id")):
+                if unit in r:
+                    rows.append({"kind": kind, "annotator": r["annotator"],
+                                 "unit": r[unit], "created_at": r["created_at"]})
+    return rows
+
+
 def _submissions(annotated: Iterable[tuple[str, str, str]],
                  work: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """``submissions.jsonl``: each annotated item (``(annotator, output, submitted_at)``)
-    and each verified task and reviewed tree, submitted 10 s after its last answer."""
+    and each verified task, reviewed tree, answered pair and ranking, submitted 10 s
+    after its last answer."""
     rows = [{"kind": "annotate", "person": a, "unit": o, "submitted_at": at}
             for a, o, at in annotated]
     last: dict[tuple[str, str, str], str] = {}
+    for r in work["compared"]:
+        key = (r["kind"], r["annotator"], r["unit"])
+        last[key] = max(last.get(key, ""), r["created_at"])
     for name, kind, person, unit in (("conflict_verdicts.jsonl", "verify", "verifier",
                                       "task_id"),
                                      ("tree_reviews.jsonl", "trees", "reviewer",
@@ -206,7 +224,8 @@ def write_human_work(out_dir: Path, annotated: Iterable[tuple[str, str, str]],
     _write(out_dir / "conflict_resolutions.jsonl", [
         {"id": 1, "supersedes": None, **RESOLUTION, "created_at": _iso(decided)}])
     values = {name: [r.values for r in rows[name]] for name in FILES}
-    _write(out_dir / "submissions.jsonl", _submissions(annotated, values))
+    _write(out_dir / "submissions.jsonl",
+           _submissions(annotated, {**values, "compared": _compared(out_dir)}))
     _write(out_dir / "visits.jsonl", _visits(values))
 
 
