@@ -57,6 +57,8 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from annotation.results.aggregation import DAWID_SKENE, checklist_fit, dawid_skene_labels
 from annotation.results.decisions import Unanswered, human_decisions, judge_decisions
@@ -177,7 +179,14 @@ def _output_of(keys: pd.Index | pd.Series) -> np.ndarray:
     """The output id of each decision key (``output_id + SEP + question_id``)."""
     if not len(keys):
         return np.empty(0, dtype=object)
-    return np.asarray([k[:k.index(SEP)] for k in keys], dtype=object)
+    arr = pa.array(keys, from_pandas=True)
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return np.asarray([k[:k.index(SEP)] for k in keys], dtype=object)
+    if (pc.find_substring(arr, SEP).to_numpy(zero_copy_only=False) < 0).any():
+        raise ValueError(f"a decision key without the separator {SEP!r}")
+    # in C: the part before the first separator (the key is output_id + SEP + question_id)
+    head = pc.list_element(pc.split_pattern(arr, SEP, max_splits=1), 0)
+    return np.asarray(head.to_numpy(zero_copy_only=False), dtype=object)
 
 
 def _row(judge: str, group: str, reference: str, judged: pd.Series, ref: pd.Series,

@@ -40,7 +40,7 @@ import pandas as pd
 
 from annotation.records import PREFERENCES
 from annotation.stats.agreement import wilson_interval
-from annotation.stats.clustered import MIN_CLUSTERS, cluster_counts
+from annotation.stats.clustered import MIN_CLUSTERS, cluster_weights
 from annotation.stats.correlation import percentile_interval
 
 __all__ = ["UNPARSED", "confusion", "human_reference", "pairwise_agreement", "position_bias"]
@@ -117,9 +117,8 @@ def pairwise_agreement(verdict: Sequence[str | None], reference: Sequence[str],
     if n_clusters < MIN_CLUSTERS:
         notes.append(f"fewer than {MIN_CLUSTERS} clusters: no bootstrap interval")
     elif n_boot > 0:
-        rng = np.random.default_rng(seed)
         boot: dict[str, list[np.ndarray]] = {s: [] for s in _STATS}
-        for w in cluster_counts(rng, n_clusters, n_boot):
+        for w in cluster_weights(seed, n_clusters, n_boot):
             values = _statistics((w @ per_cluster).reshape(-1, 4, 5))
             for s in _STATS:
                 boot[s].append(values[s])
