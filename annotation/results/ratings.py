@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from annotation.results.decisions import Unanswered, judge_decisions
+from annotation.results.progress import JudgeProgress, each_judge
 from annotation.results.study import GroupBy, StudyData, output_groups
 from annotation.stats.correlation import correlations, fisher_z_pool, reported_plcc_interval
 from annotation.stats.membership import isin
@@ -191,10 +192,12 @@ def _judge_order(names: list[str]) -> list[str]:
 
 def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
                   by: GroupBy = None,
-                  progress: Callable[[int], object] | None = None) -> pd.DataFrame:
+                  progress: Callable[[int], object] | None = None,
+                  on_judge: JudgeProgress | None = None) -> pd.DataFrame:
     """The ``ratings.csv`` table (see the module docstring). ``by``: a column of
     ``study.outputs`` (``generator``, ``meta.<key>``) giving extra per-group rows beside
-    ``group = "all"``."""
+    ``group = "all"``; ``progress(1)`` after each criterion, ``on_judge`` before each judge
+    of each criterion and group (:mod:`annotation.results.progress`)."""
     criteria = list(study.criteria.name)
     humans = with_average(study.human_scores, "annotator", criteria)
     judged = pd.concat([study.judge_scores, ensemble_scores(study)], ignore_index=True)
@@ -215,7 +218,8 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
             g_loo = loo if members is None else loo[isin(loo.output_id, members)]
             g_humans = hc if members is None else hc[isin(hc.output_id, members)]
             paired_pairs: dict[str, pd.DataFrame] = {}
-            for judge in order:
+            for judge in each_judge(order, on_judge, f", {criterion}" if members is None
+                                    else f", {criterion}, {group}"):
                 scores = by_judge[judge]
                 same = own_scale(study, judge, criterion) is None
                 common = g_mean.index.intersection(scores.index)

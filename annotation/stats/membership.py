@@ -39,13 +39,23 @@ def _strings(values: Any) -> pa.Array | None:
     return None
 
 
+def _arrow_strings(values: Any) -> bool:
+    dtype = getattr(values, "dtype", None)
+    return isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"
+
+
 def isin(values: Any, candidates: Iterable[Any]) -> np.ndarray:
-    """``pd.Series(values).isin(candidates)`` as a bool array (missing matches missing, as
-    in pandas), computed in C when both sides are strings; any other data goes to pandas."""
+    """``values.isin(candidates)`` as a bool array, exactly as pandas answers it. For
+    pyarrow-backed strings (pandas' ``str``) both sides go to ``pyarrow.compute.is_in`` as
+    arrays (missing matches missing, as there); anything else goes to pandas."""
+    if not isinstance(candidates, pd.Series | pd.Index | np.ndarray | list):
+        candidates = list(candidates)
+    right = _strings(candidates) if _arrow_strings(values) else None
+    if right is None:
+        series = values if isinstance(values, pd.Series | pd.Index) else pd.Series(
+            np.asarray(values, dtype=object))
+        return np.asarray(series.isin(candidates), dtype=bool)
     left = _strings(values)
-    right = _strings(candidates) if left is not None else None
-    if left is None or right is None:
-        return pd.Series(np.asarray(values, dtype=object) if not isinstance(
-            values, pd.Series | pd.Index) else values).isin(list(candidates)).to_numpy()
+    assert left is not None
     found = pc.is_in(left, value_set=right)
     return np.asarray(found.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
