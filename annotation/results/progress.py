@@ -8,7 +8,7 @@ depends on it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import TypeVar
 
 #: ``on_judge(i, n, label)``: starting judge ``i`` (from 1) of ``n``
@@ -20,9 +20,11 @@ T = TypeVar("T")
 def each_judge(judges: Iterable[T], on_judge: JudgeProgress | None, suffix: str = "",
                name: Callable[[T], str] = str) -> Iterator[T]:
     """Yield ``judges`` unchanged, calling ``on_judge(i, n, name(judge) + suffix)`` before
-    each (``name``: the judge's name from an item, e.g. of a ``groupby``)."""
-    items = list(judges)
+    each (``name``: the judge's name from an item, e.g. of a ``groupby``). Lazy: a
+    ``groupby``'s frames are made one at a time, as without it."""
+    items = judges if isinstance(judges, Sized) else list(judges)
+    n = len(items)
     for i, judge in enumerate(items, start=1):
         if on_judge is not None:
-            on_judge(i, len(items), name(judge) + suffix)
+            on_judge(i, n, name(judge) + suffix)
         yield judge
