@@ -29,6 +29,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -163,7 +164,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from annotation.results.report import ReportOptions, build_report, write_report
+    from annotation.results.report import TABLES, ReportOptions, build_report, write_report
     from annotation.results.study import load_study
 
     if not Path(args.db).exists():
@@ -177,18 +178,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not args.quiet and sys.stderr.isatty():
         from tqdm import tqdm
 
-        from annotation.results.report import TABLES
-
         bar = tqdm(total=len(TABLES), desc="report", unit="table", file=sys.stderr,
                    leave=False)
+    start = time.perf_counter()
+
+    def progress(name: str, detail: str = "") -> None:
+        """Which table (and judge) the report is on, to stderr: a bar on a terminal, else
+        one line each with the seconds elapsed (stdout stays the list of files)."""
+        text = f"{name} ({detail})" if detail else name
+        if bar is not None:
+            bar.set_postfix_str(text)
+            if not detail and name in TABLES:
+                bar.update(1)
+        elif not args.quiet:
+            print(f"report: {text} ... {time.perf_counter() - start:.1f} s", file=sys.stderr,
+                  flush=True)
+
+    progress("loading the study")
     with Store.open(args.db) as store:
         study = load_study(store)
         title = f"judge-audit report: {store.project_info().get('name', args.db)}"
-
-    def progress(name: str) -> None:
-        if bar is not None:
-            bar.set_postfix_str(name)
-            bar.update(1)
 
     try:
         tables = build_report(study, options, progress=progress)
@@ -198,8 +207,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+            bar = None  # the rest as lines
+    progress("writing the tables and report.html")
     written = write_report(tables, Path(args.out), title=title, study=study,
                            fmt=args.table_format)
+    progress("done")
     if not args.quiet:
         for path in written:
             print(path)

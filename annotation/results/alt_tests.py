@@ -31,10 +31,12 @@ criterion, judge and annotator (the per-annotator t-tests behind the verdict).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from annotation.results.decisions import Unanswered, human_decisions, judge_decisions
+from annotation.results.progress import JudgeProgress, each_judge
 from annotation.results.ratings import criterion_scale, own_scale
 from annotation.results.study import StudyData
 from annotation.stats.alt_test import alt_test, normalized_ranks
@@ -92,6 +94,11 @@ def _verdict_note(summary: pd.Series) -> str:
     return ""
 
 
+def _first(group: tuple[Any, ...]) -> str:
+    """The key of a ``groupby`` item, as text."""
+    return str(group[0])
+
+
 def _join(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
@@ -114,7 +121,8 @@ def _run(humans: pd.DataFrame, judge: pd.Series, *, criterion: str, judge_name: 
 
 
 def run_alt_tests(study: StudyData, *, epsilon: float = 0.2, q: float = 0.05,
-                  unanswered: Unanswered = "omit") -> AltTests:
+                  unanswered: Unanswered = "omit",
+                  on_judge: JudgeProgress | None = None) -> AltTests:
     """The alt-test of every judge per rating criterion and on the checklist (see the module
     docstring), with margin ``epsilon`` and Benjamini-Yekutieli FDR ``q``.
 
@@ -122,7 +130,7 @@ def run_alt_tests(study: StudyData, *, epsilon: float = 0.2, q: float = 0.05,
     The humans' items are their current scores (``study.human_scores``) and their gated
     checklist decisions (:func:`annotation.results.decisions.human_decisions`); the judges' are
     their parsed scores and :func:`annotation.results.decisions.judge_decisions` with
-    ``unanswered``.
+    ``unanswered``. ``on_judge`` is told of each judge (:mod:`annotation.results.progress`).
     """
     summaries: list[dict[str, object]] = []
     per_annotator: list[pd.DataFrame] = []
@@ -135,7 +143,8 @@ def run_alt_tests(study: StudyData, *, epsilon: float = 0.2, q: float = 0.05,
                                     & study.judge_scores.score.notna()]
         if long.empty:
             continue
-        for judge, js in judged.groupby("judge", sort=True):
+        for judge, js in each_judge(judged.groupby("judge", sort=True), on_judge,
+                                    f", {criterion}", _first):
             values = js.set_index("output_id").score.astype(float)
             scale = own_scale(study, str(judge), criterion)
             if scale is None:
@@ -156,7 +165,8 @@ def run_alt_tests(study: StudyData, *, epsilon: float = 0.2, q: float = 0.05,
         note = "gated decisions (annotation.results.decisions); cant_tell is no label"
         if unanswered == "fail":
             note += "; questions a judge left unanswered scored as failed"
-        for judge, js in judged.groupby("judge", sort=True):
+        for judge, js in each_judge(judged.groupby("judge", sort=True), on_judge,
+                                    ", checklist", _first):
             values = pd.Series(js.answer.to_numpy(), index=js.output_id + " / " + js.question_id)
             summary, per = _run(long, values, criterion=CHECKLIST, judge_name=str(judge),
                                 scoring="accuracy", label="accuracy", note=note,

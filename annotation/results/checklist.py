@@ -57,9 +57,12 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from annotation.results.aggregation import DAWID_SKENE, checklist_fit, dawid_skene_labels
 from annotation.results.decisions import Unanswered, human_decisions, judge_decisions
+from annotation.results.progress import JudgeProgress, each_judge
 from annotation.results.study import GroupBy, StudyData, group_values, output_groups
 from annotation.stats.clustered import clustered_agreement, clustered_mcnemar
 from annotation.stats.comparison import adjust_pvalues
@@ -177,7 +180,14 @@ def _output_of(keys: pd.Index | pd.Series) -> np.ndarray:
     """The output id of each decision key (``output_id + SEP + question_id``)."""
     if not len(keys):
         return np.empty(0, dtype=object)
-    return np.asarray([k[:k.index(SEP)] for k in keys], dtype=object)
+    arr = pa.array(keys, from_pandas=True)
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return np.asarray([k[:k.index(SEP)] for k in keys], dtype=object)
+    if (pc.find_substring(arr, SEP).to_numpy(zero_copy_only=False) < 0).any():
+        raise ValueError(f"a decision key without the separator {SEP!r}")
+    # in C: the part before the first separator (the key is output_id + SEP + question_id)
+    head = pc.list_element(pc.split_pattern(arr, SEP, max_splits=1), 0)
+    return np.asarray(head.to_numpy(zero_copy_only=False), dtype=object)
 
 
 def _row(judge: str, group: str, reference: str, judged: pd.Series, ref: pd.Series,
@@ -206,9 +216,11 @@ def _row(judge: str, group: str, reference: str, judged: pd.Series, ref: pd.Seri
 def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool = True,
                     n_boot: int = 1000, seed: int = 0, unanswered: Unanswered = "omit",
                     decided: StudyDecisions | None = None,
-                    dawid_skene: bool = True) -> pd.DataFrame:
+                    dawid_skene: bool = True,
+                    on_judge: JudgeProgress | None = None) -> pd.DataFrame:
     """The ``checklist.csv`` table (see the module docstring); ``dawid_skene=False`` leaves
-    out the ``human Dawid-Skene`` rows."""
+    out the ``human Dawid-Skene`` rows; ``on_judge`` is told of each judge
+    (:mod:`annotation.results.progress`)."""
     d = decided or study_decisions(study, unanswered)
     references: dict[str, pd.Series] = {}
     if len(d.majority):
@@ -236,7 +248,8 @@ def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool
             return index if members is None else index[np.isin(_output_of(index),
                                                                list(members))]
         loo = loo_keys if members is None else loo_keys[loo_keys.output_id.isin(members)]
-        for judge in sorted(by_judge, key=lambda j: (j == ENSEMBLE, j)):
+        for judge in each_judge(sorted(by_judge, key=lambda j: (j == ENSEMBLE, j)), on_judge,
+                                "" if members is None else f", {group}"):
             mine = by_judge[judge]
             judged = mine.answer[inside(mine.index)]
             gated = mine.gated.reindex(judged.index).fillna(False).astype(bool)

@@ -56,10 +56,11 @@ def output_scores(study: StudyData) -> pd.DataFrame:
 
 
 def _order(scores: pd.DataFrame) -> tuple[list[str], list[str]]:
-    scorers = judge_order(sorted(set(scores.scorer) - {HUMAN_MEAN})) + (
-        [HUMAN_MEAN] if HUMAN_MEAN in set(scores.scorer) else [])
-    criteria = [c for c in dict.fromkeys(scores.criterion) if c != AVERAGE] + (
-        [AVERAGE] if AVERAGE in set(scores.criterion) else [])
+    present = set(scores.scorer.unique())
+    scorers = judge_order(sorted(present - {HUMAN_MEAN})) + (
+        [HUMAN_MEAN] if HUMAN_MEAN in present else [])
+    order = list(scores.criterion.unique())  # in order of first appearance
+    criteria = [c for c in order if c != AVERAGE] + ([AVERAGE] if AVERAGE in order else [])
     return scorers, criteria
 
 

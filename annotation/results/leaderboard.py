@@ -44,6 +44,7 @@ from annotation.results.checklist import HUMAN_MAJORITY, StudyDecisions
 from annotation.results.design import not_uniform
 from annotation.results.study import StudyData
 from annotation.results.tiif import image_scores
+from annotation.stats.membership import isin
 from annotation.stats.ppi import ppi_mean
 
 CHECKLIST = "checklist"
@@ -94,7 +95,7 @@ def leaderboard_table(study: StudyData, decided: StudyDecisions | None = None, *
                 ids = generator.index[generator.astype(str) == gen]
                 f_all = judged.reindex(ids).dropna()
                 y_all = human.reindex(f_all.index).dropna()
-                y = y_all[y_all.index.isin(offered)]  # only the current sample's
+                y = y_all[isin(y_all.index, offered)]  # only the current sample's
                 fu = f_all.drop(y.index)
                 result = ppi_mean(y.to_numpy(), f_all.reindex(y.index).to_numpy(),
                                   fu.to_numpy(), conf=conf).iloc[0]

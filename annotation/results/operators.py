@@ -105,7 +105,7 @@ def _scores(d: StudyDecisions, study: StudyData) -> tuple[pd.DataFrame, pd.DataF
 
 
 def _judge_order(names: pd.Series) -> list[str]:
-    return sorted({str(n) for n in names}, key=lambda j: (j == ENSEMBLE, j))
+    return sorted({str(n) for n in pd.unique(names)}, key=lambda j: (j == ENSEMBLE, j))
 
 
 def operators_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
@@ -131,7 +131,7 @@ def operators_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
             "mae": float(np.mean(np.abs(x - y))) if len(common) else np.nan,
             "pearson_lo": stats.plcc_boot_lo, "pearson_hi": stats.plcc_boot_hi,
             "spearman_lo": stats.srcc_lo, "spearman_hi": stats.srcc_hi,
-            "n_unanswered": len(set(ref.index) - set(scores.index)),
+            "n_unanswered": len(ref.index.difference(scores.index)),
             "n_boot": int(stats.n_boot), "note": stats.note,
         })
     table = pd.DataFrame(rows, columns=COLUMNS)

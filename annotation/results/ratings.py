@@ -52,8 +52,10 @@ import numpy as np
 import pandas as pd
 
 from annotation.results.decisions import Unanswered, judge_decisions
+from annotation.results.progress import JudgeProgress, each_judge
 from annotation.results.study import GroupBy, StudyData, output_groups
 from annotation.stats.correlation import correlations, fisher_z_pool, reported_plcc_interval
+from annotation.stats.membership import isin
 
 HUMAN_LOO = "human (leave-one-out)"
 HUMAN_PAIRWISE = "human pairwise (Fisher-z mean)"
@@ -144,11 +146,13 @@ def ensemble_scores(study: StudyData) -> pd.DataFrame:
     columns = ["output_id", "judge", "criterion", "score"]
     vlm = {str(n) for n, k in zip(study.judges.name, study.judges.kind, strict=True)
            if k == "vlm"}
-    scores = study.judge_scores[study.judge_scores.judge.isin(vlm)]
+    scores = study.judge_scores[isin(study.judge_scores.judge, vlm)]
     pairs = scores[["judge", "criterion"]].drop_duplicates()
     same = {(j, c) for j, c in pairs.itertuples(index=False) if own_scale(study, j, c) is None}
-    scores = scores[[(j, c) in same for j, c in zip(scores.judge, scores.criterion,
-                                                     strict=True)]]
+    keep = np.zeros(len(scores), dtype=bool)
+    for j, c in same:  # a few (judge, criterion) pairs: one vectorized test each
+        keep |= ((scores.judge == j) & (scores.criterion == c)).to_numpy()
+    scores = scores[keep]
     if len(vlm) < 2 or scores.empty:
         return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["output_id", "criterion"]).score.agg(["mean", "size"])
@@ -188,10 +192,12 @@ def _judge_order(names: list[str]) -> list[str]:
 
 def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
                   by: GroupBy = None,
-                  progress: Callable[[int], object] | None = None) -> pd.DataFrame:
+                  progress: Callable[[int], object] | None = None,
+                  on_judge: JudgeProgress | None = None) -> pd.DataFrame:
     """The ``ratings.csv`` table (see the module docstring). ``by``: a column of
     ``study.outputs`` (``generator``, ``meta.<key>``) giving extra per-group rows beside
-    ``group = "all"``."""
+    ``group = "all"``; ``progress(1)`` after each criterion, ``on_judge`` before each judge
+    of each criterion and group (:mod:`annotation.results.progress`)."""
     criteria = list(study.criteria.name)
     humans = with_average(study.human_scores, "annotator", criteria)
     judged = pd.concat([study.judge_scores, ensemble_scores(study)], ignore_index=True)
@@ -208,11 +214,12 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
                     for j, g in judged[judged.criterion == criterion].groupby("judge")}
         order = _judge_order(list(by_judge))
         for group, members in groups:
-            g_mean = mean if members is None else mean[mean.index.isin(members)]
-            g_loo = loo if members is None else loo[loo.output_id.isin(members)]
-            g_humans = hc if members is None else hc[hc.output_id.isin(members)]
+            g_mean = mean if members is None else mean[isin(mean.index, members)]
+            g_loo = loo if members is None else loo[isin(loo.output_id, members)]
+            g_humans = hc if members is None else hc[isin(hc.output_id, members)]
             paired_pairs: dict[str, pd.DataFrame] = {}
-            for judge in order:
+            for judge in each_judge(order, on_judge, f", {criterion}" if members is None
+                                    else f", {criterion}, {group}"):
                 scores = by_judge[judge]
                 same = own_scale(study, judge, criterion) is None
                 common = g_mean.index.intersection(scores.index)
@@ -221,7 +228,7 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
                                      scores[common].to_numpy(), g_mean[common].to_numpy(),
                                      common.to_numpy(), same_scale=same, n_boot=n_boot,
                                      seed=seed))
-                pairs = g_loo[g_loo.output_id.isin(scores.index)]
+                pairs = g_loo[isin(g_loo.output_id, scores.index)]
                 if len(pairs):
                     rows.append(_row(judge, criterion, group, LOO_MEAN,
                                      scores[pairs.output_id].to_numpy(),
@@ -303,7 +310,7 @@ def _pairwise_rows(humans: pd.DataFrame, by_judge: dict[str, pd.Series], order: 
             mine = set(scores.index)
             rows.append(_pooled_row(
                 HUMAN_PAIRWISE, criterion, group, PAIRWISE,
-                [_corr_set(by_annotator[a][by_annotator[a].index.isin(mine)], by_annotator[b])
+                [_corr_set(by_annotator[a][isin(by_annotator[a].index, mine)], by_annotator[b])
                  for a, b in couples], paired=judge))
     return [r for r in rows if r is not None]
 

@@ -79,6 +79,7 @@ from annotation.results.judge_bias import bland_altman_table
 from annotation.results.leaderboard import leaderboard_table
 from annotation.results.operators import generator_table, operators_table
 from annotation.results.paper_tables import trace_table, vif_table
+from annotation.results.progress import JudgeProgress
 from annotation.results.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
 from annotation.results.reliability import reliability_table
 from annotation.results.study import StudyData
@@ -189,8 +190,10 @@ def system_table(study: StudyData, options: ReportOptions) -> pd.DataFrame:
     return out[["criterion", *[c for c in out.columns if c != "criterion"]]]
 
 
-def _ratings(study: StudyData, options: ReportOptions) -> pd.DataFrame:
-    table = ratings_table(study, n_boot=options.n_boot, seed=options.seed, by=options.by)
+def _ratings(study: StudyData, options: ReportOptions,
+             on_judge: JudgeProgress | None = None) -> pd.DataFrame:
+    table = ratings_table(study, n_boot=options.n_boot, seed=options.seed, by=options.by,
+                          on_judge=on_judge)
     criteria = []
     for spec in options.pair:
         kind, _, criterion = spec.partition(":")
@@ -205,25 +208,36 @@ def _ratings(study: StudyData, options: ReportOptions) -> pd.DataFrame:
 
 
 def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
-                 progress: Callable[[str], object] | None = None) -> dict[str, pd.DataFrame]:
+                 progress: Callable[..., object] | None = None) -> dict[str, pd.DataFrame]:
     """Every table of the report, by name (:data:`TABLES`). The checklist decisions are
     scored once (:func:`annotation.results.checklist.study_decisions`) for every table
-    that reads them."""
+    that reads them.
+
+    ``progress(name)`` is called as each table starts and, in the tables that loop over
+    judges (ratings, checklist, alt_test), ``progress(name, "judge i of n: <judge>")`` as
+    each judge starts (:mod:`annotation.results.progress`)."""
     boot: dict[str, Any] = {"n_boot": options.n_boot, "seed": options.seed}
     unanswered = options.unanswered
     decided = study_decisions(study, unanswered)  # type: ignore[arg-type]
     tables: dict[str, pd.DataFrame] = {}
     alt: dict[str, pd.DataFrame] = {}
 
+    def judges(name: str) -> JudgeProgress | None:
+        if progress is None:
+            return None
+        return lambda i, n, label: progress(name, f"judge {i} of {n}: {label}")
+
     def alt_tests() -> pd.DataFrame:
         run = run_alt_tests(study, epsilon=options.epsilon,
-                            unanswered=unanswered)  # type: ignore[arg-type]
+                            unanswered=unanswered,  # type: ignore[arg-type]
+                            on_judge=judges("alt_test"))
         alt["annotators"] = run.annotators
         return run.summary
 
     steps: dict[str, Callable[[], pd.DataFrame]] = {
-        "ratings": lambda: _ratings(study, options),
-        "checklist": lambda: checklist_table(study, by=options.by, decided=decided, **boot),
+        "ratings": lambda: _ratings(study, options, judges("ratings")),
+        "checklist": lambda: checklist_table(study, by=options.by, decided=decided,
+                                             on_judge=judges("checklist"), **boot),
         "operators": lambda: operators_table(study, decided=decided, **boot),
         "reliability": lambda: reliability_table(study, by=options.by, **boot),
         "judge_comparisons": lambda: judge_comparisons(study, options),

@@ -48,6 +48,7 @@ from scipy import stats
 
 from annotation.stats.agreement import MISSING_TOKENS
 from annotation.stats.comparison import adjust_pvalues
+from annotation.stats.membership import isin
 
 __all__ = ["AltTestResult", "alignment", "alt_test", "is_missing", "normalized_ranks"]
 
@@ -284,7 +285,7 @@ def alt_test(
     jv = _judge_series(judge, item_col, value_col)
 
     per_item = h.groupby(item_col, sort=False)[annotator_col].transform("size")
-    kept = h[(per_item >= min_humans_per_item) & h[item_col].isin(jv.index)]
+    kept = h[(per_item >= min_humans_per_item) & isin(h[item_col], jv.index)]
     grouped = kept.groupby(item_col, sort=False)
     item = grouped.ngroup().to_numpy()
     n_items = int(grouped.ngroups)
@@ -425,8 +426,8 @@ def normalized_ranks(
     h = h[~is_missing(h[value_col])]
     jv = _judge_series(judge, item_col, value_col)
     per_item = h.groupby(item_col, sort=False)[annotator_col].transform("size")
-    h = h[(per_item >= min_humans_per_item) & h[item_col].isin(jv.index)]
-    jv = jv[jv.index.isin(h[item_col])].astype(float)
+    h = h[(per_item >= min_humans_per_item) & isin(h[item_col], jv.index)]
+    jv = jv[isin(jv.index, h[item_col])].astype(float)
 
     def hazen(x: pd.Series) -> pd.Series:
         return (x.rank(method="average") - 0.5) / len(x)

@@ -35,6 +35,7 @@ No bootstrap interval is given from fewer than :data:`MIN_CLUSTERS` clusters.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,8 +48,7 @@ from annotation.stats.agreement import agreement_from_table, normalize_label, wi
 from annotation.stats.correlation import percentile_interval
 
 __all__ = ["MIN_CLUSTERS", "ClusteredProportion", "cluster_bootstrap", "cluster_counts",
-           "clustered_agreement",
-           "clustered_mcnemar", "clustered_wilson"]
+           "cluster_weights", "clustered_agreement", "clustered_mcnemar", "clustered_wilson"]
 
 #: Fewer clusters than this: no bootstrap interval (the percentile interval of a handful
 #: of clusters is far too narrow).
@@ -71,6 +71,45 @@ def cluster_counts(rng: np.random.Generator, n_clusters: int, n_boot: int
         done += b
 
 
+#: Seeded resample weights already drawn: (seed, n_clusters, n_boot) -> blocks, stored in the
+#: narrowest unsigned type (:func:`cluster_weights`); at most _CACHE_BYTES in all.
+_CACHE: OrderedDict[tuple[int, int, int], list[np.ndarray]] = OrderedDict()
+_CACHE_BYTES = 64 << 20
+
+
+def cluster_weights(seed: int | None, n_clusters: int, n_boot: int) -> Iterator[np.ndarray]:
+    """The blocks of :func:`cluster_counts` drawn from a fresh ``default_rng(seed)``: the
+    same numbers, but drawn once per (seed, clusters, resamples) and reused.
+
+    A report resamples the same outputs for every judge and reference (Davison & Hinkley
+    1997, sec. 3.8: one set of cluster resamples); drawing them again for each table costs
+    ``n_boot x n_clusters`` random integers every time. Counts are small, so the blocks are
+    kept as uint8 (uint16 if needed); a product ``w @ cells`` casts them to float64 exactly
+    as it casts int64 counts, so every result is bit-for-bit the same. ``seed=None`` (fresh
+    entropy) is never cached."""
+    if seed is None:
+        yield from cluster_counts(np.random.default_rng(seed), n_clusters, n_boot)
+        return
+    key = (int(seed), int(n_clusters), int(n_boot))
+    blocks = _CACHE.get(key)
+    if blocks is None:
+        blocks = []
+        for w in cluster_counts(np.random.default_rng(seed), n_clusters, n_boot):
+            top = int(w.max()) if w.size else 0
+            kind = np.uint8 if top <= np.iinfo(np.uint8).max else (
+                np.uint16 if top <= np.iinfo(np.uint16).max else w.dtype)
+            blocks.append(w.astype(kind))
+        size = sum(b.nbytes for b in blocks)
+        if size <= _CACHE_BYTES:
+            while _CACHE and sum(b.nbytes for v in _CACHE.values() for b in v) + size > \
+                    _CACHE_BYTES:
+                _CACHE.popitem(last=False)
+            _CACHE[key] = blocks
+    else:
+        _CACHE.move_to_end(key)
+    yield from blocks
+
+
 def cluster_bootstrap(cells: np.ndarray,
                       statistics: Callable[[np.ndarray], Mapping[str, np.ndarray]],
                       point: Mapping[str, float], *, n_boot: int, seed: int | None,
@@ -81,9 +120,8 @@ def cluster_bootstrap(cells: np.ndarray,
     statistic's B values. Returns the intervals by name and the number of resamples in
     which every statistic with a finite estimate was defined (the smallest)."""
     n_clusters = cells.shape[0]
-    rng = np.random.default_rng(seed)
     boot: dict[str, list[np.ndarray]] = {s: [] for s in point}
-    for w in cluster_counts(rng, n_clusters, n_boot):
+    for w in cluster_weights(seed, n_clusters, n_boot):
         values = statistics(w @ cells)
         for s in point:
             boot[s].append(values[s])
@@ -260,9 +298,8 @@ def clustered_mcnemar(right_a: Any, right_b: Any, clusters: Any = None, *, n_boo
     if k < MIN_CLUSTERS:
         notes.append(f"fewer than {MIN_CLUSTERS} outputs: no bootstrap interval")
     elif n_boot > 0:
-        rng = np.random.default_rng(seed)
         parts = []
-        for w in cluster_counts(rng, k, n_boot):
+        for w in cluster_weights(seed, k, n_boot):
             t = w @ per
             parts.append(_ratio(t[:, 0] - t[:, 1], t[:, 2]))
         boot = np.concatenate(parts)

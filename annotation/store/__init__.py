@@ -283,8 +283,11 @@ class Store:
         return {k: v for k, v in self.conn.execute("SELECT key, value FROM project")}
 
     def query_df(self, sql: str, params: Iterable[Any] = ()) -> pd.DataFrame:
-        """Run a read-only query and return a DataFrame (for the storage-layer modules)."""
-        return pd.read_sql_query(sql, self.conn, params=list(params))
+        """Run a read-only query and return a DataFrame (for the storage-layer modules):
+        what ``pd.read_sql_query`` returns, converted in chunks (:mod:`annotation.store.frames`)."""
+        from annotation.store.frames import read_frame
+
+        return read_frame(self.conn, sql, params)
 
     def import_log(self) -> pd.DataFrame:
         df = self.query_df("SELECT * FROM imports ORDER BY import_id")

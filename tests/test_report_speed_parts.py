@@ -1,0 +1,116 @@
+"""The parts that made ``judge-audit report`` cost (issue #18 item 1) give the numbers of the
+code they replace: string membership against pandas' own ``isin``, the cached cluster
+bootstrap weights against a fresh ``default_rng(seed)``, decision keys split in C against
+``str.index``. No timing here (benchmarks/report_bench.py measures speed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from annotation.results.checklist import SEP, _output_of
+from annotation.stats import clustered
+from annotation.stats.clustered import cluster_counts, cluster_weights, clustered_agreement
+from annotation.stats.membership import isin
+
+VALUES = ["a", "b", None, "c", "é", "a"]
+
+
+@pytest.mark.parametrize("candidates", [["a", "c"], {"b"}, frozenset(), ["x"], [None],
+                                        pd.Index(["é", None]), ("a", "b", "c", "é"),
+                                        {"a": 1}.keys()])
+@pytest.mark.parametrize("dtype", ["str", object])
+def test_isin_is_pandas_isin(candidates, dtype):
+    values = pd.Series(VALUES, dtype=dtype)
+    expected = values.isin(list(candidates)).to_numpy()
+    assert isin(values, candidates).tolist() == expected.tolist()
+    assert isin(pd.Index(values), candidates).tolist() == expected.tolist()
+
+
+def test_isin_other_data_goes_to_pandas():
+    assert isin(pd.Index([1, 2, 3]), [2, 5]).tolist() == [False, True, False]
+    assert isin(np.array(["a", 1], dtype=object), ["a"]).tolist() == [True, False]
+    assert isin(pd.Series([], dtype="str"), ["a"]).tolist() == []
+
+
+@pytest.mark.parametrize(("n_clusters", "n_boot"), [(10, 7), (1500, 3000), (300_000, 20)])
+def test_cluster_weights_are_a_fresh_generators_draws(n_clusters, n_boot):
+    clustered._CACHE.clear()
+    expected = list(cluster_counts(np.random.default_rng(3), n_clusters, n_boot))
+    for _ in range(2):  # drawn, then from the cache
+        got = list(cluster_weights(3, n_clusters, n_boot))
+        assert len(got) == len(expected)
+        cells = np.random.default_rng(0).random((n_clusters, 4))
+        for w, e in zip(got, expected, strict=True):
+            assert np.array_equal(w, e)
+            assert np.array_equal(w @ cells, e @ cells)  # bit for bit
+    assert (3, n_clusters, n_boot) in clustered._CACHE
+
+
+def test_cluster_weights_without_a_seed_are_not_cached():
+    clustered._CACHE.clear()
+    assert sum(len(w) for w in cluster_weights(None, 50, 30)) == 30
+    assert not clustered._CACHE
+
+
+def test_clustered_agreement_same_with_and_without_the_cache():
+    rng = np.random.default_rng(1)
+    judge = rng.choice(["yes", "no"], 2000)
+    ref = np.where(rng.random(2000) < 0.8, judge, rng.choice(["yes", "no"], 2000))
+    clusters = np.repeat(np.arange(200), 10)
+    clustered._CACHE.clear()
+    first = clustered_agreement(judge, ref, clusters, n_boot=300, seed=5)
+    again = clustered_agreement(judge, ref, clusters, n_boot=300, seed=5)
+    pd.testing.assert_frame_equal(first, again)
+    clustered._CACHE.clear()
+    pd.testing.assert_frame_equal(first, clustered_agreement(judge, ref, clusters, n_boot=300,
+                                                             seed=5))
+
+
+def test_output_of_is_the_part_before_the_separator():
+    keys = [f"t{i}/g{i % 3}{SEP}t{i}.q{i % 5}" for i in range(50)] + [f"é{SEP}x{SEP}y"]
+    expected = [k[:k.index(SEP)] for k in keys]
+    for given in (keys, pd.Index(keys), pd.Index(keys, dtype=object), pd.Series(keys)):
+        got = _output_of(given)
+        assert got.dtype == object and got.tolist() == expected
+    assert _output_of(pd.Index([], dtype="str")).tolist() == []
+    with pytest.raises(ValueError):
+        _output_of(pd.Index(["no separator"]))
+
+
+def _query_db(tmp_path):
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "q.db")
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, n INTEGER, x REAL, m, z TEXT)")
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(1000):
+        # s: strings, missing only in rows 300-399 (one whole chunk of 100 is missing);
+        # n: integers, missing in rows 500-599 (int64 in some chunks, float64 in one);
+        # m: mixed types; z: always missing
+        rows.append((i, None if 300 <= i < 400 else f"s{i % 7}é",
+                     None if 500 <= i < 600 else int(rng.integers(0, 10)),
+                     float(rng.random()) if i % 3 else None,
+                     [1, "a", 2.5, None][i % 4] if i >= 800 else None, None))
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", rows)
+    conn.commit()
+    return conn
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 100, 999, 1000, 1001, 5000])
+@pytest.mark.parametrize("where", ["", " WHERE id < 300", " WHERE id >= 400 AND id < 500",
+                                   " WHERE id < 0"])
+def test_read_frame_is_read_sql_query(tmp_path, chunk, where):
+    from annotation.store.frames import read_frame
+
+    conn = _query_db(tmp_path)
+    sql = f"SELECT s, n, x, m, z, id FROM t{where} ORDER BY id"
+    expected = pd.read_sql_query(sql, conn)
+    got = read_frame(conn, sql, chunk=chunk)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert list(got.dtypes) == list(expected.dtypes)
+    params = read_frame(conn, "SELECT s, n FROM t WHERE id >= ? ORDER BY id", [250], chunk=chunk)
+    pd.testing.assert_frame_equal(params, pd.read_sql_query(
+        "SELECT s, n FROM t WHERE id >= ? ORDER BY id", conn, params=[250]))
