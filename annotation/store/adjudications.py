@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from annotation.store import now_iso
+from annotation.store.queue import Queue
 
 if TYPE_CHECKING:
     from annotation.store import Store
@@ -55,11 +56,13 @@ def record(store: Store, kind: str, item: str, target: str, decision: str, note:
         return insert(conn, kind, item, target, decision, note, actor=actor)
 
 
-def insert(conn: sqlite3.Connection, kind: str, item: str, target: str, decision: str,
+def insert(tx: Queue | sqlite3.Connection, kind: str, item: str, target: str, decision: str,
            note: str, *, actor: str) -> int:
-    """:func:`record`'s row, inside the caller's open write transaction (which has checked
+    """:func:`record`'s row, inside the caller's open write transaction (a queue of
+    :mod:`annotation.store.queue` or its connection; the transaction has checked
     the session): the adjudication queue writes the decision and the unit's submission in
     one transaction."""
+    conn = tx.connection if isinstance(tx, Queue) else tx
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
     if not decision:

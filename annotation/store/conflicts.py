@@ -17,6 +17,7 @@ import pandas as pd
 
 from annotation.store import answers, now_iso
 from annotation.store.adjudications import ROLES as ADJUDICATING
+from annotation.store.queue import Queue
 from annotation.vif.conflicts import CONFLICT_KEYS
 
 if TYPE_CHECKING:
@@ -111,10 +112,12 @@ def resolve(store: Store, task_id: str, conflict: str, label: bool, note: str, *
         return insert_resolution(conn, task_id, conflict, label, note, actor=actor)
 
 
-def insert_resolution(conn: sqlite3.Connection, task_id: str, conflict: str, label: bool,
+def insert_resolution(tx: Queue | sqlite3.Connection, task_id: str, conflict: str, label: bool,
                       note: str, *, actor: str) -> int:
-    """:func:`resolve`'s row, inside the caller's open write transaction (which has checked
+    """:func:`resolve`'s row, inside the caller's open write transaction (a queue of
+    :mod:`annotation.store.queue` or its connection; the transaction has checked
     the session): the adjudication queue writes it and the unit's submission at once."""
+    conn = tx.connection if isinstance(tx, Queue) else tx
     if conflict not in CONFLICT_KEYS:
         raise ValueError(f"conflict must be one of {', '.join(CONFLICT_KEYS)}, not "
                          f"{conflict!r}")

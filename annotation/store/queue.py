@@ -50,6 +50,12 @@ class Queue:
         self._conn = conn
         self.kind = kind
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The connection of the queue's open transaction, for the store modules that
+        write a workflow's own rows with its submission (one transaction)."""
+        return self._conn
+
     # ------------------------------------------------------------ submissions
     def submission_counts(self) -> dict[str, int]:
         """Distinct people who submitted each unit."""

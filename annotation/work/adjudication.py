@@ -431,15 +431,14 @@ def decide(store: Store, person: str, unit: str, decision: str, note: str, *,
         raise ValueError(f"decision must be one of {', '.join(offered)}, not {decision!r}")
     moment = now or datetime.now(UTC)
     settings = get_settings(store)
-    with store.transaction(user=person, role=decision_rows.ROLES) as conn:
-        q = queues.Queue(conn, ROUTER.kind.name)
+    with queues.writing(store, ROUTER.kind.name, user=person, role=decision_rows.ROLES) as q:
         if slot or (slot is None and store.guard is not None):
             ROUTER.claim(q, person, unit, settings, moment)
         if kind == "conflict":
-            row = conflict_rows.insert_resolution(conn, item, target, decision == "conflict",
+            row = conflict_rows.insert_resolution(q, item, target, decision == "conflict",
                                                   note, actor=person)
         else:
-            row = decision_rows.insert(conn, kind, item, target, decision, note,
+            row = decision_rows.insert(q, kind, item, target, decision, note,
                                        actor=person)
         q.submit(person, unit)
         q.audit(person, ROUTER.kind.submit_action, unit,
