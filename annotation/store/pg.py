@@ -43,6 +43,7 @@ import threading
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -91,6 +92,14 @@ def parse(url: str) -> Target:
     root = (media[-1] if media else None) or os.environ.get(ENV_MEDIA) or os.environ.get(
         "JUDGE_AUDIT_HOME") or str(Path.home() / ".judge-audit")
     return Target(conninfo, dbname, Path(root))
+
+
+def redacted(location: str | os.PathLike[str]) -> str:
+    """``location`` fit to print: a URL's password replaced by ``***``."""
+    text = str(location)
+    if not is_url(text):
+        return text
+    return re.sub(r"^(\w+://[^/:@]*):[^/@]*@", r"\1:***@", text)
 
 
 def _driver() -> Any:
@@ -324,11 +333,18 @@ _FIXUPS = (("agrees = (label = automatic)", "agrees = (label = automatic)::int")
 def sqlite_schema(version: int) -> list[tuple[str, str, str, str]]:
     """(type, name, table, sql) of the schema ``MIGRATIONS[:version]`` builds in SQLite:
     tables first (creation order), then indexes, views and triggers."""
-    from annotation.store import schema, split_sql
+    from annotation.store import schema
+
+    return _sqlite_schema(tuple(schema.MIGRATIONS[:version]))
+
+
+@lru_cache(maxsize=8)
+def _sqlite_schema(migrations: tuple[str, ...]) -> list[tuple[str, str, str, str]]:
+    from annotation.store import split_sql
 
     mem = sqlite3.connect(":memory:")
     try:
-        for script in schema.MIGRATIONS[:version]:
+        for script in migrations:
             for statement in split_sql(script):
                 mem.execute(statement)
         rows = mem.execute(
@@ -342,10 +358,15 @@ def sqlite_schema(version: int) -> list[tuple[str, str, str, str]]:
 
 def integer_keys(version: int) -> dict[str, str]:
     """Table -> its ``INTEGER PRIMARY KEY`` column, in the schema of ``version``."""
+    return dict(_integer_keys(tuple(sqlite_schema(version))))
+
+
+@lru_cache(maxsize=8)
+def _integer_keys(objects: tuple[tuple[str, str, str, str], ...]) -> tuple[tuple[str, str], ...]:
     mem = sqlite3.connect(":memory:")
     keys = {}
     try:
-        for kind, name, _table, sql in sqlite_schema(version):
+        for kind, name, _table, sql in objects:
             if kind == "table":
                 mem.execute(sql)
                 for _cid, col, ctype, _nn, _dflt, pk in mem.execute(
@@ -354,7 +375,7 @@ def integer_keys(version: int) -> dict[str, str]:
                         keys[name.lower()] = col
     finally:
         mem.close()
-    return keys
+    return tuple(keys.items())
 
 
 def _table_sql(sql: str, key: str | None) -> str:
@@ -681,3 +702,21 @@ def connect(url: str) -> PgConnection:
     warnings.filterwarnings("ignore", message="pandas only supports SQLAlchemy",
                             category=UserWarning)
     return PgConnection(parse(url))
+
+
+def database_exists(location: str | os.PathLike[str], *, file: bool = False) -> bool:
+    """Whether the commands' ``--db`` names an existing project: a SQLite path that exists
+    (``file``: a regular file), or any PostgreSQL URL (a server that cannot be reached says
+    so when opened)."""
+    if is_url(location):
+        return True
+    return Path(location).is_file() if file else Path(location).exists()
+
+
+def sqlite_only(location: str | os.PathLike[str], command: str) -> str | None:
+    """The refusal of a command that works on SQLite files only, for a PostgreSQL URL."""
+    if not is_url(location):
+        return None
+    return (f"judge-audit {command}: not available on PostgreSQL yet ({redacted(location)} is a"
+            " postgresql:// URL): back up with pg_dump and the media folder, or export a"
+            " bundle (judge-audit export); README, PostgreSQL")
