@@ -146,6 +146,19 @@ def _next(toks: list[str], i: int) -> int:
     return i
 
 
+#: words after a subquery in FROM that are not its alias
+_NOT_ALIAS = {"where", "group", "order", "limit", "offset", "union", "except", "intersect",
+              "join", "left", "right", "inner", "outer", "cross", "full", "natural", "on",
+              "using", "having", "window", "returning", ""}
+
+
+def _prev_word(toks: list[str], i: int) -> str:
+    j = i - 1
+    while j >= 0 and _is_space(toks[j]):
+        j -= 1
+    return toks[j].lower() if j >= 0 else ""
+
+
 def _column_name(toks: list[str], i: int) -> bool:
     """Whether the token before ``i`` is a column name (so ``toks[i]`` is its type)."""
     j = i - 1
@@ -246,6 +259,7 @@ def translate(sql: str, keys: dict[str, str], *, ddl: bool = False) -> Translate
     first = next((t.lower() for t in toks if not _is_space(t)), "")
     ignore = False
     insert_table: str | None = None
+    aliases = 0
     i = 0
     while i < len(toks):
         tok = toks[i]
@@ -253,14 +267,17 @@ def translate(sql: str, keys: dict[str, str], *, ddl: bool = False) -> Translate
         if tok.startswith("'"):
             toks[i] = tok.replace("%", "%%")
         elif tok == "?":
-            toks[i] = "%s"
+            # "? IS NULL" gives PostgreSQL no type to infer the parameter's from
+            nxt = toks[_next(toks, i)].lower() if _next(toks, i) < len(toks) else ""
+            toks[i] = "%s::text" if nxt == "is" else "%s"
         elif tok == "%":
             toks[i] = "%%"
         elif low_tok == "or" and first == "insert" and i == _next(toks, 0):
             j = _next(toks, i)
             if toks[j].lower() != "ignore":
                 raise ValueError(f"PostgreSQL: unsupported INSERT OR {toks[j]}: {sql}")
-            toks[i] = toks[j] = ""
+            for k in range(i, _next(toks, j)):  # "OR IGNORE" and the space after it
+                toks[k] = ""
             ignore = True
             i = j
         elif low_tok == "into" and first == "insert" and insert_table is None:
@@ -286,6 +303,13 @@ def translate(sql: str, keys: dict[str, str], *, ddl: bool = False) -> Translate
                     toks[i], toks[j] = "IS DISTINCT", "FROM"
             elif nxt not in ("null", "true", "false", "distinct", ""):
                 toks[i] = "IS NOT DISTINCT FROM"
+        elif (tok == "(" and _prev_word(toks, i) in ("from", "join")
+              and toks[_next(toks, i)].lower() == "select"):
+            close = _matching(toks, i)
+            after = toks[_next(toks, close)].lower() if _next(toks, close) < len(toks) else ""
+            if not re.fullmatch(r"\w+", after) or after in _NOT_ALIAS:
+                aliases += 1  # PostgreSQL 15 needs a name for a subquery in FROM
+                toks[close] = f") AS _subquery{aliases}"
         elif low_tok == "order" and toks[_next(toks, i)].lower() == "by":
             _order_by(toks, _next(toks, _next(toks, i)))
         elif ddl and low_tok in ("integer", "real", "text") and not _column_name(toks, i):
