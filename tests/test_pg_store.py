@@ -278,3 +278,50 @@ def test_the_demo_bundle_imports_the_same_rows(tmp_path: Path, make_demo_db,
             assert left.equals(right), frame
         assert a.annotations_df(history=True).equals(b.annotations_df(history=True))
         assert b.file_path(b.outputs_df().sha256.dropna().iloc[0]).is_file()
+
+
+_HOLDER = """
+import sys, time
+from annotation.store import Store
+store = Store.open(sys.argv[1])
+with store.transaction() as conn:
+    conn.execute("INSERT INTO annotators (name, created_at) VALUES ('ghost', 'now')")
+    print("inside", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.slow  # a subprocess
+def test_a_writer_killed_inside_its_transaction_leaves_nothing_and_frees_the_lock(
+        make_pg_demo, tmp_path: Path) -> None:
+    """kill -9 of a process holding the write lock mid-transaction: the server rolls its
+    transaction back (its row is gone) and the next writer gets the lock at once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.test_concurrency import worker_env
+
+    url = make_pg_demo()
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, url], stdout=subprocess.PIPE,
+                            text=True, env=worker_env())
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "inside"
+        with Store.open(url) as store:
+            waiter = threading.Thread(target=lambda: _write(store, order))
+            order: list[str] = []
+            waiter.start()
+            waiter.join(0.5)
+            assert waiter.is_alive()  # the holder has the lock
+            os.kill(proc.pid, signal.SIGKILL)
+            started = time.monotonic()
+            waiter.join(30)
+            assert order == ["second"] and time.monotonic() - started < 10
+            assert store.conn.execute(
+                "SELECT count(*) FROM annotators WHERE name = 'ghost'").fetchone()[0] == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()

@@ -458,7 +458,12 @@ def migrate(conn: PgConnection, target: int) -> int:
     """Bring the database to schema ``target``: an empty database gets the whole schema at
     once (:func:`schema_statements`); a database at an older version gets the schema's new
     tables, indexes, views and triggers (objects it lacks), in one transaction under the
-    write lock. Returns the version."""
+    write lock (taken only when there is something to do: opening a store never waits for
+    another server's writer). Returns the version."""
+    current = _read_version(conn)
+    if current is not None and current >= target:
+        conn.keys = integer_keys(target)
+        return current
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.raw(f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version BIGINT NOT NULL)")
@@ -480,6 +485,15 @@ def migrate(conn: PgConnection, target: int) -> int:
         raise
     conn.keys = integer_keys(target)
     return target
+
+
+def _read_version(conn: PgConnection) -> int | None:
+    """The schema version, or None when the database has no version table yet."""
+    exists = conn.raw("SELECT to_regclass(%s) IS NOT NULL", [VERSION_TABLE]).fetchone()[0]
+    if not exists:
+        return None
+    row = conn.raw(f"SELECT version FROM {VERSION_TABLE}").fetchone()
+    return None if row is None else int(row[0])
 
 
 def _add_missing(conn: PgConnection, version: int, target: int) -> None:
