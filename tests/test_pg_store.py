@@ -44,6 +44,8 @@ KEYS = {"annotations": "annotation_id"}
     ("SELECT json_object('a', x) FROM t", "SELECT json_build_object('a', x) FROM t"),
     ("UPDATE v SET s = s + ? WHERE (? IS NULL OR p = ?)",
      "UPDATE v SET s = s + %s WHERE (%s::text IS NULL OR p = %s)"),
+    ("SELECT a + 1 FROM t WHERE +kind = ? AND b = +c", "SELECT a + 1 FROM t WHERE kind = %s"
+     " AND b = c"),
     ("SELECT n FROM (SELECT 1 AS n) GROUP BY n",
      "SELECT n FROM (SELECT 1 AS n) AS _subquery1 GROUP BY n"),
     ("SELECT n FROM (SELECT 1 AS n) x JOIN (SELECT 2) AS y ON 1 = 1",

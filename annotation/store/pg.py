@@ -152,6 +152,15 @@ _NOT_ALIAS = {"where", "group", "order", "limit", "offset", "union", "except", "
               "using", "having", "window", "returning", ""}
 
 
+_BEFORE_UNARY = {"and", "or", "not", "where", "on", "select", "by", "when", "then", "else",
+                 "in", "(", ",", "=", "<", ">", "<=", ">=", "<>", "!=", ""}
+
+
+def _unary(toks: list[str], i: int) -> bool:
+    """Whether the ``+`` at ``i`` is a unary plus (after an operator or a keyword)."""
+    return _prev_word(toks, i) in _BEFORE_UNARY
+
+
 def _prev_word(toks: list[str], i: int) -> str:
     j = i - 1
     while j >= 0 and _is_space(toks[j]):
@@ -272,6 +281,8 @@ def translate(sql: str, keys: dict[str, str], *, ddl: bool = False) -> Translate
             toks[i] = "%s::text" if nxt == "is" else "%s"
         elif tok == "%":
             toks[i] = "%%"
+        elif tok == "+" and _unary(toks, i):
+            toks[i] = ""  # SQLite's "+column" (keeps its planner off an index): a no-op
         elif low_tok == "or" and first == "insert" and i == _next(toks, 0):
             j = _next(toks, i)
             if toks[j].lower() != "ignore":
