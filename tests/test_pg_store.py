@@ -327,3 +327,35 @@ def test_a_writer_killed_inside_its_transaction_leaves_nothing_and_frees_the_loc
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+PAGES = ("app.py", "home.py", "assignment.py", "analytics.py", "annotate.py", "conflicts.py",
+         "conflict_results.py", "trees.py", "tree_results.py", "adjudicate.py",
+         "import_data.py")
+
+
+@pytest.mark.slow  # every page of the app
+def test_every_page_runs_on_the_demo_on_postgresql(make_pg_demo,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app's pages (an admin sees them all) on a PostgreSQL project: no exception (the
+    tree results' ``SUM(origin = ?)`` needed SUM of booleans)."""
+    from tests.helpers.apptest import signed_in
+
+    url = make_pg_demo()
+    monkeypatch.setenv("JUDGE_AUDIT_DB", url)
+    monkeypatch.setenv("JUDGE_AUDIT_DEMO", "0")
+    failed = {}
+    for page in PAGES:
+        at = signed_in(page, "admin", "admin", guidelines_seen=True).run(timeout=120)
+        if at.exception:
+            failed[page] = [getattr(e, "value", str(e))[:300] for e in at.exception]
+    assert failed == {}
+
+
+def test_sums_and_averages_of_comparisons_as_on_sqlite(pg_url: str, tmp_path: Path) -> None:
+    sql = ("SELECT SUM(x > 1), AVG(x > 1), SUM(x > 9), AVG(x > 9), SUM(x IS NULL)"
+           " FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT NULL)")
+    empty = "SELECT SUM(1 > 0), AVG(1 > 0) FROM project"
+    with Store.open(tmp_path / "s.db") as a, Store.open(pg_url) as b:
+        for query in (sql, empty):
+            assert b.conn.execute(query).fetchall() == a.conn.execute(query).fetchall()

@@ -448,12 +448,30 @@ def _trigger_sql(name: str, sql: str) -> list[str]:
     return out
 
 
+#: SQLite's comparisons are 0/1 integers, so the store sums and averages them
+#: (``SUM(origin = ?)``); PostgreSQL gets SUM and AVG of booleans with SQLite's results
+#: (NULL over no rows)
+_BOOLEAN_SQL = (
+    "CREATE FUNCTION judge_audit_bool_sum(bigint, boolean) RETURNS bigint LANGUAGE sql"
+    " IMMUTABLE AS $$ SELECT CASE WHEN $2 IS NULL THEN $1 ELSE COALESCE($1, 0) + $2::int END $$",
+    "CREATE AGGREGATE sum(boolean) (SFUNC = judge_audit_bool_sum, STYPE = bigint)",
+    "CREATE FUNCTION judge_audit_bool_avg(bigint[], boolean) RETURNS bigint[] LANGUAGE sql"
+    " IMMUTABLE AS $$ SELECT CASE WHEN $2 IS NULL THEN $1"
+    " ELSE ARRAY[$1[1] + $2::int, $1[2] + 1] END $$",
+    "CREATE FUNCTION judge_audit_bool_avg_final(bigint[]) RETURNS double precision"
+    " LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN $1[2] = 0 THEN NULL"
+    " ELSE $1[1]::double precision / $1[2] END $$",
+    "CREATE AGGREGATE avg(boolean) (SFUNC = judge_audit_bool_avg, STYPE = bigint[],"
+    " FINALFUNC = judge_audit_bool_avg_final, INITCOND = '{0,0}')",
+)
+
+
 def schema_statements(version: int) -> list[str]:
     """The PostgreSQL statements that build the schema of ``MIGRATIONS[:version]``."""
     keys = integer_keys(version)
     # SQLite's NOCASE (the accounts' names and e-mail addresses): case-insensitive equality
     out: list[str] = ["CREATE COLLATION IF NOT EXISTS nocase (provider = icu,"
-                      " locale = 'und-u-ks-level2', deterministic = false)"]
+                      " locale = 'und-u-ks-level2', deterministic = false)", *_BOOLEAN_SQL]
     for kind, name, _table, sql in sqlite_schema(version):
         if kind == "table":
             out.append(_table_sql(sql, keys.get(name.lower())))
