@@ -46,6 +46,8 @@ KEYS = {"annotations": "annotation_id"}
      "UPDATE v SET s = s + %s WHERE (%s::text IS NULL OR p = %s)"),
     ("SELECT a + 1 FROM t WHERE +kind = ? AND b = +c", "SELECT a + 1 FROM t WHERE kind = %s"
      " AND b = c"),
+    ("SELECT datetime('now')",
+     "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"),
     ("SELECT n FROM (SELECT 1 AS n) GROUP BY n",
      "SELECT n FROM (SELECT 1 AS n) AS _subquery1 GROUP BY n"),
     ("SELECT n FROM (SELECT 1 AS n) x JOIN (SELECT 2) AS y ON 1 = 1",

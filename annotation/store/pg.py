@@ -303,6 +303,13 @@ def translate(sql: str, keys: dict[str, str], *, ddl: bool = False) -> Translate
                 toks[i] = "json_build_object"
             elif _top_level_commas(toks, open_i, _matching(toks, open_i)):
                 toks[i] = "GREATEST" if low_tok == "max" else "LEAST"
+        elif (low_tok == "datetime" and toks[_next(toks, i)] == "("
+              and toks[_next(toks, _next(toks, i))].lower() == "'now'"
+              and toks[_next(toks, _next(toks, _next(toks, i)))] == ")"):
+            close = _next(toks, _next(toks, _next(toks, i)))
+            for k in range(i + 1, close + 1):
+                toks[k] = ""
+            toks[i] = "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
         elif low_tok == "like":
             toks[i] = "ILIKE"
         elif low_tok == "is":
