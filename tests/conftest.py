@@ -10,6 +10,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,7 +98,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     that use the ``store`` fixture on each engine (issue #18: PostgreSQL)."""
     engines = getattr(metafunc.module, "STORE_ENGINES", None)
     if engines and "store_engine" in metafunc.fixturenames:
-        metafunc.parametrize("store_engine", engines)
+        metafunc.parametrize("store_engine", [_engine(e) for e in engines])
+
+
+def _engine(name: str) -> Any:
+    """An engine parameter; PostgreSQL's are ``slow`` (a database made per test)."""
+    return pytest.param(name, marks=pytest.mark.slow) if name == "postgresql" else name
 
 
 @pytest.fixture
@@ -176,7 +182,7 @@ def make_pg_demo(pg_cluster, pg_demo_template, tmp_path: Path) -> Callable[[], s
     return make
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", _engine("postgresql")])
 def engine_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A new project location on each engine: a SQLite file path, a PostgreSQL URL."""
     if request.param == "sqlite":
@@ -184,7 +190,7 @@ def engine_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return request.getfixturevalue("pg_url")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", _engine("postgresql")])
 def engine_demo(request: pytest.FixtureRequest, tmp_path: Path,
                 make_demo_db: Callable[[Path], Path]) -> str:
     """A fresh copy of the demo project on each engine (a path, or a URL)."""

@@ -111,6 +111,7 @@ def _pg_columns(store: Store) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow  # a PostgreSQL database per test
 def test_the_same_tables_columns_and_views_as_sqlite(pg_url: str, tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     Store.open(path).close()
@@ -133,6 +134,7 @@ def _append_only_tables() -> list[str]:
                   if kind == "trigger" and name.endswith("_no_update"))
 
 
+@pytest.mark.slow  # a PostgreSQL database per test
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_every_append_only_table_refuses_update_and_delete(
         engine: str, tmp_path: Path, make_demo_db, request: pytest.FixtureRequest) -> None:
@@ -159,6 +161,7 @@ def test_every_append_only_table_refuses_update_and_delete(
     assert {"annotations", "audit_log", "conflict_verdicts", "tree_reviews"} <= set(checked)
 
 
+@pytest.mark.slow  # a PostgreSQL database per test
 def test_an_older_schema_migrates_to_the_one_built_at_once(pg_cluster) -> None:
     """A database at schema 11 gets migration 12's tables, indexes, views and triggers,
     and ends with the catalog of a database built at 12 at once."""
@@ -191,6 +194,7 @@ def _catalog(store: Store) -> dict[str, list[tuple]]:
     }
 
 
+@pytest.mark.slow  # a PostgreSQL database per test
 def test_a_newer_database_is_refused(pg_url: str) -> None:
     from annotation.store import SchemaTooNew
 
@@ -201,6 +205,7 @@ def test_a_newer_database_is_refused(pg_url: str) -> None:
 
 
 # --------------------------------------------------------------- writers, sessions
+@pytest.mark.slow  # a PostgreSQL database per test
 def test_one_writer_at_a_time_across_connections(make_pg_demo) -> None:
     """Two stores (two servers) on one database: a write transaction waits for the other's
     commit (the advisory write lock), so both chains of supersedes stay linear."""
@@ -233,6 +238,7 @@ def _write(store: Store, order: list[str]) -> None:
         order.append("second")
 
 
+@pytest.mark.slow  # a PostgreSQL database per test
 def test_a_session_started_through_one_server_is_valid_on_another(make_pg_demo) -> None:
     from annotation.accounts import sessions
     from annotation.store import accounts as accounts_store
@@ -272,6 +278,7 @@ def test_report_on_postgresql_gives_the_tables_of_sqlite(tmp_path: Path, make_de
     assert outs["postgresql"] == outs["sqlite"]
 
 
+@pytest.mark.slow  # a PostgreSQL database per test
 def test_the_demo_bundle_imports_the_same_rows(tmp_path: Path, make_demo_db,
                                                make_pg_demo) -> None:
     sqlite_db = make_demo_db(tmp_path / "demo.db")
@@ -354,6 +361,7 @@ def test_every_page_runs_on_the_demo_on_postgresql(make_pg_demo,
     assert failed == {}
 
 
+@pytest.mark.slow  # a PostgreSQL database per test
 def test_sums_and_averages_of_comparisons_as_on_sqlite(pg_url: str, tmp_path: Path) -> None:
     sql = ("SELECT SUM(x > 1), AVG(x > 1), SUM(x > 9), AVG(x > 9), SUM(x IS NULL)"
            " FROM (SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT NULL)")
