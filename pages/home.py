@@ -3,6 +3,7 @@
 import streamlit as st
 
 from annotation.results import overview
+from annotation.store.pg import redacted
 from annotation.ui.app_state import open_store
 from annotation.ui.widgets import inert, require, safe_markdown
 

@@ -80,12 +80,24 @@ def make_demo_db(demo_template: Path) -> Callable[[Path], Path]:
 
 @pytest.fixture
 def served_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                make_demo_db: Callable[[Path], Path]) -> Path:
+                make_demo_db: Callable[[Path], Path], served_engine: str,
+                request: pytest.FixtureRequest) -> Path | str:
     """A fresh copy of the demo project that the app pages open (``$JUDGE_AUDIT_DB``
-    points at it for the test): what AppTest tests of a page start from."""
+    points at it for the test): what AppTest tests of a page start from. A module with
+    ``SERVED_ENGINES = ("sqlite", "postgresql")`` also gets it on PostgreSQL (a URL)."""
+    if served_engine == "postgresql":
+        url = request.getfixturevalue("make_pg_demo")()
+        monkeypatch.setenv("JUDGE_AUDIT_DB", url)
+        return url
     path = make_demo_db(tmp_path / "demo.db")
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
     return path
+
+
+@pytest.fixture
+def served_engine() -> str:
+    """The engine of ``served_demo`` (see :func:`pytest_generate_tests`)."""
+    return "sqlite"
 
 
 @pytest.fixture
@@ -95,10 +107,14 @@ def db_path(tmp_path: Path) -> Path:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test module that sets ``STORE_ENGINES = ("sqlite", "postgresql")`` runs its tests
-    that use the ``store`` fixture on each engine (issue #18: PostgreSQL)."""
+    that use the ``store`` fixture on each engine (issue #18: PostgreSQL);
+    ``SERVED_ENGINES`` does the same for ``served_demo``."""
     engines = getattr(metafunc.module, "STORE_ENGINES", None)
     if engines and "store_engine" in metafunc.fixturenames:
         metafunc.parametrize("store_engine", [_engine(e) for e in engines])
+    served = getattr(metafunc.module, "SERVED_ENGINES", None)
+    if served and "served_engine" in metafunc.fixturenames:
+        metafunc.parametrize("served_engine", [_engine(e) for e in served])
 
 
 def _engine(name: str) -> Any:
