@@ -221,7 +221,7 @@ class Store:
             version = pg.migrate(cast(pg.PgConnection, self.conn), schema.SCHEMA_VERSION)
             if version > schema.SCHEMA_VERSION:
                 raise SchemaTooNew(
-                    f"{self.location}: schema version {version} is newer than this"
+                    f"{pg.redacted(self.location)}: schema version {version} is newer than this"
                     f" judge-audit ({schema.SCHEMA_VERSION}); upgrade judge-audit")
             return version
         with self.transaction(public=True):
