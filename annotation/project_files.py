@@ -67,7 +67,7 @@ def demo_accounts(path: Path = DEMO_ACCOUNTS_FILE) -> list[tuple[str, str, str]]
     return [(a["name"], a["role"], a["password"]) for a in doc["accounts"]]
 
 
-def build_demo_db(db: Path) -> str:
+def build_demo_db(db: Path | str) -> str:
     """Import the embedded demo bundle into ``db`` (idempotent); return the summary text.
 
     Then create the demo accounts (:func:`demo_accounts`), also idempotent. Uses the

@@ -2,6 +2,7 @@
 press accounted for.
 
     python benchmarks/soak.py [--annotators 4] [--minutes 2] [--port 0] [--seed 0]
+                              [--db postgresql://...?media=DIR] [--servers 1]
 
 Builds a fresh copy of the demo project in a temporary folder, adds the accounts
 ``soak1..soakN`` (and sets the overlap to N so there is work for all of them), starts
@@ -36,6 +37,11 @@ that record with the database, read with its own connection:
 * **key -> acknowledged**: until the page read the server's receipt;
 * **server errors**: tracebacks in the server's log, HTTP 5xx on the answer route, and
   ``PRAGMA integrity_check``.
+
+**Several servers on one PostgreSQL** (issue #18): ``--db postgresql://...?media=DIR``
+serves that database (the demo imported into it, idempotent) and ``--servers N`` starts N
+``judge-audit serve`` processes on it, annotator ``i`` on server ``(i - 1) % N``; the
+accounting is the same, read from PostgreSQL (its "integrity": every table read through).
 
 **The browsers run at a lower CPU priority** (``--nice 10``, set on this process once the
 server runs, so Playwright's driver and every Chromium it starts inherit it): they stand
@@ -110,8 +116,11 @@ def _screenshot_helpers():
 shots = _screenshot_helpers()
 
 
-def prepare(folder: Path, n: int) -> Path:
-    db = folder / "soak.db"
+def prepare(folder: Path, n: int, url: str | None = None) -> Path | str:
+    """The demo project with the soak's accounts: a SQLite file in ``folder``, or the
+    PostgreSQL database of ``url`` (issue #18; an empty database, or one the demo was
+    imported into before)."""
+    db: Path | str = url or folder / "soak.db"
     subprocess.run([sys.executable, "-m", "annotation.cli", "demo", "--db", str(db),
                     "--quiet"], check=True, cwd=folder)
     with Store.open(db) as store:
@@ -124,10 +133,26 @@ def prepare(folder: Path, n: int) -> Path:
 class Reader:
     """The database as the soak sees it (read-only queries on its own connection)."""
 
-    def __init__(self, db: Path):
-        self.conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    def __init__(self, db: Path | str):
+        self.store: Store | None = None
+        if isinstance(db, str):  # PostgreSQL: the store's own connection (same SQL)
+            self.store = Store.open(db, migrate=False)
+            self.conn: Any = self.store.conn
+        else:
+            self.conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
         self.db = db
         self._targets: dict[str, list[panels.PanelTarget]] = {}
+
+    def integrity(self) -> str:
+        """``PRAGMA integrity_check``; on PostgreSQL (no such pragma, foreign keys checked
+        at every write) every table read through."""
+        if self.store is None:
+            return self.conn.execute("PRAGMA integrity_check").fetchone()[0]
+        for (table,) in self.conn.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = 'public' AND table_type = 'BASE TABLE'").fetchall():
+            self.conn.execute(f"SELECT * FROM {table}").fetchall()
+        return "ok"
 
     def submissions(self, who: str) -> int:
         return self.conn.execute(
@@ -182,6 +207,7 @@ async def wait_panel(page, check, timeout: float) -> dict[str, str] | None:
 
 async def annotator(browser, port: int, i: int, reader: Reader, end: float,
                     record: Record, seed: int) -> None:
+    """Annotator ``i`` on the server at ``port``."""
     who = f"soak{i}"
     rng = random.Random(seed * 1000 + i)
     await asyncio.sleep((i - 1) * ARRIVAL)  # people arrive one after the other
@@ -255,8 +281,9 @@ async def annotator(browser, port: int, i: int, reader: Reader, end: float,
     await context.close()
 
 
-async def drive(port: int, reader: Reader, n: int, minutes: float, seed: int
+async def drive(ports: list[int], reader: Reader, n: int, minutes: float, seed: int
                 ) -> tuple[Record, float]:
+    """Annotator ``i`` on server ``(i - 1) % len(ports)``: split evenly between them."""
     from playwright.async_api import async_playwright
 
     record = Record()
@@ -265,8 +292,8 @@ async def drive(port: int, reader: Reader, n: int, minutes: float, seed: int
                                            args=shots.CHROMIUM_ARGS)
         t0 = time.monotonic()
         end = t0 + minutes * 60
-        await asyncio.gather(*(annotator(browser, port, i, reader, end, record, seed)
-                               for i in range(1, n + 1)))
+        await asyncio.gather(*(annotator(browser, ports[(i - 1) % len(ports)], i, reader,
+                                         end, record, seed) for i in range(1, n + 1)))
         elapsed = time.monotonic() - t0
         await browser.close()
     return record, elapsed
@@ -368,7 +395,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--annotators", type=int, default=4)
     parser.add_argument("--minutes", type=float, default=2.0)
-    parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--port", type=int, default=0,
+                        help="0: free ports (several servers: PORT, PORT+1, ...)")
+    parser.add_argument("--db", default=None,
+                        help="a postgresql:// URL (with media=DIR) instead of a SQLite file")
+    parser.add_argument("--servers", type=int, default=1,
+                        help="judge-audit serve processes on the one database (PostgreSQL)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--log", type=Path, default=None, help="keep the server's log here")
@@ -377,25 +409,35 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n = max(1, min(args.annotators, MAX_ANNOTATORS))
     minutes = max(0.1, min(args.minutes, MAX_MINUTES))
-    port = args.port or shots.free_port()
+    n_servers = max(1, min(args.servers, 8))
+    if n_servers > 1 and not args.db:
+        parser.error("--servers above 1 needs --db postgresql://... (one SQLite file is"
+                     " served by one process)")
+    ports = ([args.port + k for k in range(n_servers)] if args.port
+             else [shots.free_port() for _ in range(n_servers)])
+    port = ports[0]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        db = prepare(folder, n)
-        log_path = folder / "serve.log"
-        with log_path.open("w") as log:
-            server = subprocess.Popen(
-                [sys.executable, "-m", "annotation.cli", "serve", "--db", str(db), "--port",
-                 str(port)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                cwd=folder)
-            try:
-                shots.wait_healthy(port, timeout=60)
-                if args.nice:  # this process and what it starts from now on: the browsers
-                    os.nice(args.nice)
-                reader = Reader(db)
-                record, elapsed = asyncio.run(drive(port, reader, n, minutes, args.seed))
-            finally:
+        db = prepare(folder, n, args.db)
+        log_paths = [folder / f"serve-{k}.log" for k in range(n_servers)]
+        servers = []
+        try:
+            for server_port, log_path in zip(ports, log_paths, strict=True):
+                with log_path.open("w") as log:
+                    servers.append(subprocess.Popen(
+                        [sys.executable, "-m", "annotation.cli", "serve", "--db", str(db),
+                         "--port", str(server_port)], stdout=log, stderr=subprocess.STDOUT,
+                        start_new_session=True, cwd=folder))
+            for server_port in ports:
+                shots.wait_healthy(server_port, timeout=60)
+            if args.nice:  # this process and what it starts from now on: the browsers
+                os.nice(args.nice)
+            reader = Reader(db)
+            record, elapsed = asyncio.run(drive(ports, reader, n, minutes, args.seed))
+        finally:
+            for server in servers:
                 stop(server)
-        log_text = log_path.read_text()
+        log_text = "".join(p.read_text() for p in log_paths)
         tracebacks = log_text.count("Traceback")
         if args.log:
             args.log.write_text(log_text)
@@ -406,10 +448,15 @@ def main(argv: list[str] | None = None) -> int:
         times["painted"], steady["painted"] = painted(record), painted(record, all_in)
         rows = reader.conn.execute("SELECT count(*) FROM annotations WHERE source = 'app'"
                                    ).fetchone()[0]
-        integrity = reader.conn.execute("PRAGMA integrity_check").fetchone()[0]
-        reader.conn.close()
+        integrity = reader.integrity()
+        if reader.store is not None:
+            reader.store.close()
+        else:
+            reader.conn.close()
     bursts = sum(p.burst for p in record.presses)
-    print(f"annotators {n}, {elapsed:.0f} s on http://127.0.0.1:{port} (sign-in included),"
+    where = (f"http://127.0.0.1:{port}" if n_servers == 1 else
+             f"{n_servers} servers (ports {', '.join(map(str, ports))}) on one PostgreSQL")
+    print(f"annotators {n}, {elapsed:.0f} s on {where} (sign-in included),"
           f" browsers at nice {args.nice}")
     print(f"keys pressed              {len(record.presses)} answer keys ({bursts} in bursts), "
           f"{record.submits} Enter on complete items")
@@ -438,7 +485,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {line}")
     if args.json:
         args.json.write_text(json.dumps({
-            "annotators": n, "seconds": elapsed, "nice": args.nice, "presses": len(record.presses),
+            "annotators": n, "servers": n_servers,
+            "engine": "postgresql" if args.db else "sqlite",
+            "seconds": elapsed, "nice": args.nice, "presses": len(record.presses),
             "bursts": bursts, "submits": record.submits, "rows": rows, **counts,
             "submits_lost": len(record.submits_lost), "pending": record.pending,
             "times_ms": times, "steady_ms": steady, "submit_ms": submit, "tracebacks": tracebacks,

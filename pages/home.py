@@ -3,6 +3,7 @@
 import streamlit as st
 
 from annotation.results import overview
+from annotation.store.pg import redacted
 from annotation.ui.app_state import open_store
 from annotation.ui.widgets import inert, require, safe_markdown
 
@@ -13,12 +14,12 @@ counts = store.counts()
 
 st.title(inert(info.get("name", "Empty project")))
 st.caption(f"{inert(info.get('benchmark', 'no benchmark imported yet'))} · database "
-           f"`{store.path}`")
+           f"`{redacted(store.location)}`")
 
 if counts["tasks"] == 0:
     st.info(
         "This project is empty. Import a bundle, a TIIF-Bench folder or a VIF-Bench release "
-        "with `judge-audit import SOURCE --db " + str(store.path) + "`."
+        "with `judge-audit import SOURCE --db " + redacted(store.location) + "`."
     )
 
 cols = st.columns(6)

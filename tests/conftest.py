@@ -10,6 +10,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,12 +80,24 @@ def make_demo_db(demo_template: Path) -> Callable[[Path], Path]:
 
 @pytest.fixture
 def served_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                make_demo_db: Callable[[Path], Path]) -> Path:
+                make_demo_db: Callable[[Path], Path], served_engine: str,
+                request: pytest.FixtureRequest) -> Path | str:
     """A fresh copy of the demo project that the app pages open (``$JUDGE_AUDIT_DB``
-    points at it for the test): what AppTest tests of a page start from."""
+    points at it for the test): what AppTest tests of a page start from. A module with
+    ``SERVED_ENGINES = ("sqlite", "postgresql")`` also gets it on PostgreSQL (a URL)."""
+    if served_engine == "postgresql":
+        url = request.getfixturevalue("make_pg_demo")()
+        monkeypatch.setenv("JUDGE_AUDIT_DB", url)
+        return url
     path = make_demo_db(tmp_path / "demo.db")
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
     return path
+
+
+@pytest.fixture
+def served_engine() -> str:
+    """The engine of ``served_demo`` (see :func:`pytest_generate_tests`)."""
+    return "sqlite"
 
 
 @pytest.fixture
@@ -92,9 +105,33 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "project.db"
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test module that sets ``STORE_ENGINES = ("sqlite", "postgresql")`` runs its tests
+    that use the ``store`` fixture on each engine (issue #18: PostgreSQL);
+    ``SERVED_ENGINES`` does the same for ``served_demo``."""
+    engines = getattr(metafunc.module, "STORE_ENGINES", None)
+    if engines and "store_engine" in metafunc.fixturenames:
+        metafunc.parametrize("store_engine", [_engine(e) for e in engines])
+    served = getattr(metafunc.module, "SERVED_ENGINES", None)
+    if served and "served_engine" in metafunc.fixturenames:
+        metafunc.parametrize("served_engine", [_engine(e) for e in served])
+
+
+def _engine(name: str) -> Any:
+    """An engine parameter; PostgreSQL's are ``slow`` (a database made per test)."""
+    return pytest.param(name, marks=pytest.mark.slow) if name == "postgresql" else name
+
+
 @pytest.fixture
-def store(db_path: Path):
-    s = Store.open(db_path)
+def store_engine() -> str:
+    """The engine of the ``store`` fixture (see :func:`pytest_generate_tests`)."""
+    return "sqlite"
+
+
+@pytest.fixture
+def store(db_path: Path, store_engine: str, request: pytest.FixtureRequest):
+    location = db_path if store_engine == "sqlite" else request.getfixturevalue("pg_url")
+    s = Store.open(location)
     yield s
     s.close()
 
@@ -103,3 +140,76 @@ def store(db_path: Path):
 def example_bundle(tmp_path: Path) -> Path:
     """The complete small example of docs/bundle-format.md, with real images."""
     return write_doc_example(tmp_path / "example")
+
+
+# ------------------------------------------------------------- PostgreSQL (issue #18)
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[object]:
+    """A throwaway PostgreSQL cluster (:mod:`tests.helpers.postgres`) for the session; the
+    test is skipped where no server can be started here."""
+    from tests.helpers import postgres
+
+    cluster = postgres.start()
+    if cluster is None:
+        pytest.skip("no PostgreSQL server here (server binaries or psycopg missing)")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_schema_template(pg_cluster) -> str:
+    """A PostgreSQL database migrated once (empty project): what :func:`pg_url` copies."""
+    name = pg_cluster.create_database()
+    Store.open(pg_cluster.url(name)).close()
+    return name
+
+
+@pytest.fixture
+def pg_url(pg_cluster, pg_schema_template: str, tmp_path: Path) -> str:
+    """The URL of a new empty project database on PostgreSQL (a copy of the migrated
+    template), its media folder in ``tmp_path``."""
+    return pg_cluster.url(pg_cluster.create_database(template=pg_schema_template),
+                          media=tmp_path / "pg-media")
+
+
+@pytest.fixture(scope="session")
+def pg_demo_template(pg_cluster, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """The demo project built once into a PostgreSQL database (copy it with
+    :func:`make_pg_demo`): its name and its media root."""
+    media = tmp_path_factory.mktemp("pg-demo-media")
+    name = pg_cluster.create_database()
+    build_demo_db(pg_cluster.url(name, media=media))
+    return name, media
+
+
+@pytest.fixture
+def make_pg_demo(pg_cluster, pg_demo_template, tmp_path: Path) -> Callable[[], str]:
+    """``make_pg_demo()``: the URL of a fresh copy of the demo project on PostgreSQL (a
+    database made from the template, its media folder copied into ``tmp_path``)."""
+
+    def make() -> str:
+        template, media = pg_demo_template
+        name = pg_cluster.create_database(template=template)
+        root = tmp_path / f"media-{name}"
+        root.mkdir()
+        shutil.copytree(media / f"{template}_media", root / f"{name}_media")
+        return pg_cluster.url(name, media=root)
+
+    return make
+
+
+@pytest.fixture(params=["sqlite", _engine("postgresql")])
+def engine_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new project location on each engine: a SQLite file path, a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "project.db")
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(params=["sqlite", _engine("postgresql")])
+def engine_demo(request: pytest.FixtureRequest, tmp_path: Path,
+                make_demo_db: Callable[[Path], Path]) -> str:
+    """A fresh copy of the demo project on each engine (a path, or a URL)."""
+    if request.param == "sqlite":
+        return str(make_demo_db(tmp_path / "demo.db"))
+    return request.getfixturevalue("make_pg_demo")()

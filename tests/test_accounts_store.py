@@ -9,6 +9,9 @@ from annotation.accounts import auth, sessions
 from annotation.store import Store
 from annotation.store import accounts as accounts_store
 
+#: the tests that use ``store`` run on SQLite and on PostgreSQL (tests/conftest.py)
+STORE_ENGINES = ("sqlite", "postgresql")
+
 
 @pytest.fixture
 def store(tmp_path):

@@ -18,6 +18,9 @@ from tests.helpers.apptest import signed_in
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "analytics.py")
 N_BOOT = 20
 
+#: the tests on ``served_demo`` run on SQLite and on PostgreSQL (tests/conftest.py)
+SERVED_ENGINES = ("sqlite", "postgresql")
+
 
 @pytest.fixture
 def demo_db(served_demo: Path) -> Path:

@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 PAGE = str(ROOT / "pages" / "annotate.py")
 
+#: the tests on ``served_demo`` run on SQLite and on PostgreSQL (tests/conftest.py)
+SERVED_ENGINES = ("sqlite", "postgresql")
+
 
 @pytest.fixture
 def fresh_db(tmp_path, monkeypatch) -> Path:

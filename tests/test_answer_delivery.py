@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,8 +36,9 @@ SKIP = {"created_at", "supersedes"}
 
 
 @pytest.fixture
-def demo(tmp_path: Path, make_demo_db) -> Iterator[Store]:
-    store = Store.open(make_demo_db(tmp_path / "demo.db"))
+def demo(engine_demo: str) -> Iterator[Store]:
+    """The demo project, on SQLite and on PostgreSQL (issue #18)."""
+    store = Store.open(engine_demo)
     yield store
     store.close()
 

@@ -26,6 +26,9 @@ from annotation.work.checklist import QuestionView
 from tests.helpers import ROOT, panel
 from tests.helpers.apptest import signed_in
 
+#: the tests on ``served_demo`` run on SQLite and on PostgreSQL (tests/conftest.py)
+SERVED_ENGINES = ("sqlite", "postgresql")
+
 
 @pytest.fixture
 def db(served_demo: Path) -> Path:

@@ -12,6 +12,9 @@ from tests.helpers.apptest import signed_in
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
+#: the tests on ``served_demo`` run on SQLite and on PostgreSQL (tests/conftest.py)
+SERVED_ENGINES = ("sqlite", "postgresql")
+
 
 def app_as(name: str = "admin", role: str = "admin") -> AppTest:
     """The app with ``name`` signed in (as the sign-in page leaves the session)."""

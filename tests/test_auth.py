@@ -45,6 +45,9 @@ T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 #: the demo's accounts, as its builder wrote them into data/demo
 DEMO_ACCOUNTS = demo_accounts()
 
+#: the tests that use ``store`` run on SQLite and on PostgreSQL (tests/conftest.py)
+STORE_ENGINES = ("sqlite", "postgresql")
+
 
 def audit(store: Store, subject: str | None = None) -> list[dict]:
     """The audit log (of one subject) as dicts, in order, with ``detail`` parsed."""

@@ -16,6 +16,9 @@ from annotation.records import ImportRefused
 from annotation.store import Store
 from tests.helpers.bundles import db_checksum, read_jsonl
 
+#: the tests that use ``store`` run on SQLite and on PostgreSQL (tests/conftest.py)
+STORE_ENGINES = ("sqlite", "postgresql")
+
 
 def test_doc_example_imports_with_the_documented_content(store, example_bundle):
     summary = import_path(store, example_bundle)
@@ -84,7 +87,7 @@ def test_export_then_import_reproduces_the_same_content(store, example_bundle, t
         __import__("annotation.records", fromlist=["Annotation"]).Annotation(
             "ann2", "t1/modelA", criterion="visual_quality", score=9, note="=cmd|' /C calc'!A0"))
     out = tmp_path / "exported"
-    assert main(["export", "--db", str(store.path), "--out", str(out), "--quiet"]) == 0
+    assert main(["export", "--db", store.location, "--out", str(out), "--quiet"]) == 0
     with Store.open(tmp_path / "copy.db") as copy:
         import_path(copy, out)
         assert _content(copy) == _content(store)
@@ -163,10 +166,10 @@ def test_shared_checklist_between_tasks(store, example_bundle):
     judgments.append({"judge": "gpt-5", "output_id": "t1-long/modelA", "question_id": "t1.q9",
                       "answer": "no"})
     write_jsonl(example_bundle / "judgments.jsonl", judgments)
-    before = db_checksum(store.path)
+    before = db_checksum(store.location)
     with pytest.raises(ImportRefused, match="unknown question 't1.q9'"):
         import_path(store, example_bundle)
-    assert db_checksum(store.path) == before
+    assert db_checksum(store.location) == before
 
 
 # ------------------------------------------------------------------ refusals of the reader

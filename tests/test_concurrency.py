@@ -28,6 +28,8 @@ import sys
 import time
 import traceback
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -83,13 +85,14 @@ def make_bundle(root: Path, n_tasks: int = N_TASKS, generators: tuple[str, ...] 
     return root
 
 
-def make_project(tmp: Path, **bundle_options: Any) -> Path:
-    """A project database (WAL) built from :func:`make_bundle`, overlap set to 3."""
+def make_project(tmp: Path, location: str | None = None, **bundle_options: Any) -> Path | str:
+    """A project database (WAL) built from :func:`make_bundle`, overlap set to 3: a SQLite
+    file in ``tmp``, or the PostgreSQL database of the URL ``location``."""
     from annotation.formats.importers import import_path
     from annotation.store import Store
     from annotation.work import workflow
 
-    db = tmp / "project.db"
+    db: Path | str = location or tmp / "project.db"
     with Store.open(db) as store:
         import_path(store, make_bundle(tmp / "bundle", **bundle_options), user="test")
         workflow.set_settings(store, "admin", overlap=OVERLAP)
@@ -97,7 +100,7 @@ def make_project(tmp: Path, **bundle_options: Any) -> Path:
 
 
 # --------------------------------------------------------------------- the worker
-def annotate_loop(db: Path, annotator: str, n_answers: int, seed: int, out: IO[str],
+def annotate_loop(db: Path | str, annotator: str, n_answers: int, seed: int, out: IO[str],
                   go: Path | None = None, stop: Path | None = None) -> int:
     """Annotate like the page does until ``n_answers`` answers are acknowledged (forever
     when ``n_answers`` is 0) or the file ``stop`` exists. Each acknowledged answer is
@@ -177,7 +180,7 @@ def annotate_loop(db: Path, annotator: str, n_answers: int, seed: int, out: IO[s
 
 def _worker_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="one annotator writing answers")
-    parser.add_argument("db", type=Path)
+    parser.add_argument("db", help="a SQLite file or a postgresql:// URL")
     parser.add_argument("annotator")
     parser.add_argument("--answers", type=int, default=ANSWERS_PER_WORKER,
                         help="stop after this many (0: until killed)")
@@ -200,13 +203,13 @@ def _annotator_process(db: str, annotator: str, seed: int, ack_path: str, go: st
     to ``ack_path``; an exception's traceback to ``ack_path + '.err'`` and exit code 1."""
     try:
         with open(ack_path, "w", encoding="utf-8") as out:
-            annotate_loop(Path(db), annotator, ANSWERS_PER_WORKER, seed, out, Path(go))
+            annotate_loop(db, annotator, ANSWERS_PER_WORKER, seed, out, Path(go))
     except BaseException:
         Path(ack_path + ".err").write_text(traceback.format_exc(), encoding="utf-8")
         raise SystemExit(1) from None
 
 
-def worker_command(db: Path, annotator: str, *, answers: int = ANSWERS_PER_WORKER,
+def worker_command(db: Path | str, annotator: str, *, answers: int = ANSWERS_PER_WORKER,
                    seed: int = 0, out: str | Path = "-", go: Path | None = None,
                    stop: Path | None = None) -> list[str]:
     """The command line of one worker process."""
@@ -228,8 +231,41 @@ def read_acks(text: str) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------- checks
-def integrity(db: Path) -> tuple[str, list[Any]]:
-    """``PRAGMA integrity_check`` and ``PRAGMA foreign_key_check`` of the file at ``db``."""
+def is_url(db: Path | str) -> bool:
+    from annotation.store.pg import is_url
+
+    return is_url(str(db))
+
+
+@contextmanager
+def reader(db: Path | str) -> Iterator[Any]:
+    """A connection to ``db`` for the checks: :func:`sqlite3.connect` for a file, the
+    store's own connection (same SQL dialect) for a PostgreSQL URL."""
+    if is_url(db):
+        from annotation.store import Store
+
+        with Store.open(str(db), migrate=False) as store:
+            yield store.conn
+        return
+    conn = sqlite3.connect(db, timeout=30, isolation_level=None)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def integrity(db: Path | str) -> tuple[str, list[Any]]:
+    """``PRAGMA integrity_check`` and ``PRAGMA foreign_key_check`` of the file at ``db``.
+    PostgreSQL checks foreign keys on every write and has no such pragmas: there, every
+    row of every table is read (a damaged page fails the read)."""
+    if is_url(db):
+        with reader(db) as conn:
+            tables = [r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")]
+            for table in tables:
+                conn.execute(f"SELECT * FROM {table}").fetchall()
+        return "ok", []
     conn = sqlite3.connect(db, timeout=30)
     try:
         ok = conn.execute("PRAGMA integrity_check").fetchone()[0]
@@ -238,18 +274,16 @@ def integrity(db: Path) -> tuple[str, list[Any]]:
         conn.close()
 
 
-def assert_acks_stored(db: Path, acks: list[dict[str, Any]], *, exact: bool = True) -> None:
+def assert_acks_stored(db: Path | str, acks: list[dict[str, Any]], *,
+                       exact: bool = True) -> None:
     """Every acknowledged answer is stored once, as acknowledged. ``exact``: and nothing
     else was written by the app, with the supersede chain each process saw."""
     ids = Counter(a["id"] for a in acks)
     assert [i for i, n in ids.items() if n > 1] == [], "one id acknowledged twice"
-    conn = sqlite3.connect(db, timeout=30)
-    try:
-        rows = {r[0]: r for r in conn.execute(
+    with reader(db) as conn:
+        rows = {r[0]: tuple(r) for r in conn.execute(
             "SELECT annotation_id, annotator, output_id, question_id, criterion, answer, score,"
             " supersedes FROM annotations WHERE source = 'app'")}
-    finally:
-        conn.close()
     missing = [a["id"] for a in acks if a["id"] not in rows]
     assert missing == [], f"{len(missing)} acknowledged answers are not in the database"
     for a in acks:
@@ -288,8 +322,13 @@ def _errors(procs: list[tuple[Path, Any]]) -> list[tuple[str, int | None, str]]:
 
 
 @pytest.mark.slow  # ~20 s on 2 idle cores; the default configuration runs slow tests
-def test_twenty_annotators_lose_no_answer(tmp_path: Path) -> None:
-    db = make_project(tmp_path)
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_twenty_annotators_lose_no_answer(tmp_path: Path, engine: str,
+                                          request: pytest.FixtureRequest) -> None:
+    """On SQLite (one file, WAL) and on PostgreSQL (issue #18: the same processes, each with
+    its own connection to one server)."""
+    db = make_project(tmp_path, request.getfixturevalue("pg_url")
+                      if engine == "postgresql" else None)
     go = tmp_path / "go"
     # Twenty processes forked from a fork server that imported judge-audit once: separate
     # interpreters and SQLite connections, without paying twenty interpreter start-ups.
@@ -302,7 +341,8 @@ def test_twenty_annotators_lose_no_answer(tmp_path: Path) -> None:
                            args=(str(db), f"ann{i:02d}", i, str(ack_file), str(go)))
         proc.start()
         procs.append((ack_file, proc))
-    monitor = sqlite3.connect(db, timeout=30, isolation_level=None)
+    readers = ExitStack()
+    monitor = readers.enter_context(reader(db))
     peaks: dict[str, int] = {}
     snapshots = 0
     started = time.monotonic()
@@ -325,7 +365,7 @@ def test_twenty_annotators_lose_no_answer(tmp_path: Path) -> None:
             if p.is_alive():
                 p.kill()
             p.join()
-        monitor.close()
+        readers.close()
     assert _errors(procs) == []
 
     acks = [a for f, _ in procs for a in read_acks(f.read_text())]
@@ -336,8 +376,7 @@ def test_twenty_annotators_lose_no_answer(tmp_path: Path) -> None:
     assert snapshots > 10
     assert max(peaks.values()) == OVERLAP  # the limit was reached: the check is not vacuous
     assert {o: n for o, n in peaks.items() if n > OVERLAP} == {}
-    conn = sqlite3.connect(db)
-    try:
+    with reader(db) as conn:
         per_output = Counter(r[0] for r in conn.execute("SELECT output_id FROM submissions"))
         assert {o: n for o, n in per_output.items() if n > OVERLAP} == {}
         n_outputs = conn.execute("SELECT count(*) FROM outputs").fetchone()[0]
@@ -356,8 +395,6 @@ def test_twenty_annotators_lose_no_answer(tmp_path: Path) -> None:
         changed = conn.execute(
             "SELECT count(*) FROM annotations WHERE supersedes IS NOT NULL").fetchone()[0]
         assert changed >= N_WORKERS * 20  # corrections and reviews superseded earlier rows
-    finally:
-        conn.close()
     assert integrity(db) == ("ok", [])
 
 

@@ -25,6 +25,9 @@ PAGES = Path(__file__).resolve().parents[1] / "pages"
 HUMAN_WORK = ("annotations", "prelabel_readings", "conflict_verdicts", "tree_reviews",
               "flags", "queue_submissions", "queue_visits")
 
+#: the tests on ``served_demo`` run on SQLite and on PostgreSQL (tests/conftest.py)
+SERVED_ENGINES = ("sqlite", "postgresql")
+
 
 def _lines(name: str) -> list[dict]:
     return [json.loads(x) for x in (DEMO_BUNDLE / name).read_text().splitlines()]

@@ -22,8 +22,9 @@ PERSON = "p1"  # nobody of the demo: no answers yet
 
 
 @pytest.fixture
-def demo(tmp_path, make_demo_db) -> Store:
-    store = Store.open(make_demo_db(tmp_path / "demo.db"))
+def demo(engine_demo: str) -> Store:
+    """The demo project, on SQLite and on PostgreSQL (issue #18)."""
+    store = Store.open(engine_demo)
     yield store
     store.close()
 

@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "annotate.py")
 PERSON = "alice"
 
+#: the tests on ``served_demo`` run on SQLite and on PostgreSQL (tests/conftest.py)
+SERVED_ENGINES = ("sqlite", "postgresql")
+
 
 @pytest.fixture
 def fresh_db(tmp_path, monkeypatch) -> Path:

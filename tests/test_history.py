@@ -27,11 +27,11 @@ IMPORTED = [  # answers made elsewhere: ann3 changed its mind on t0.q0
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Store:
+def project(tmp_path: Path, engine_db: str) -> Store:
     """Two imports (the second, without a user, brings ann3's answers), then a session of
-    app work by ann1 and ann2 and an admin's changes."""
+    app work by ann1 and ann2 and an admin's changes (on SQLite and on PostgreSQL)."""
     bundle = make_bundle(tmp_path / "bundle", n_tasks=2, generators=("g1", "g2"))
-    store = Store.open(tmp_path / "project.db")
+    store = Store.open(engine_db)
     import_path(store, bundle, user="admin")
     (bundle / "annotations.jsonl").write_text(
         "".join(json.dumps(a) + "\n" for a in IMPORTED), encoding="utf-8")
@@ -157,7 +157,7 @@ def test_empty_project_has_an_empty_history(tmp_path: Path) -> None:
 
 
 def test_history_cli(project: Store, tmp_path: Path, capsys) -> None:
-    db = str(project.path)
+    db = project.location
     out = tmp_path / "history.csv"
     assert main(["history", "--db", db, "--annotator", "ann1", "--csv", str(out)]) == 0
     written = pd.read_csv(out)

@@ -24,6 +24,9 @@ PROMPTS = {
                                      "Is the dog under the table?"]),
 }
 
+#: the tests that use ``store`` run on SQLite and on PostgreSQL (tests/conftest.py)
+STORE_ENGINES = ("sqlite", "postgresql")
+
 
 def _dsg_bundle(root: Path, *, judge_answers: dict[str, list[str]] | None = None,
                 prompts: dict = PROMPTS, color_shift: int = 0) -> Path:

@@ -24,8 +24,9 @@ PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "trees.py")
 
 
 @pytest.fixture(params=[False, True], ids=["computed-tree", "explicit-tree-nodes"])
-def tdb(request, tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "trees.db"
+def tdb(request, tmp_path, monkeypatch, engine_db: str) -> str:
+    """The tree bundle's project, on SQLite and on PostgreSQL (issue #18)."""
+    path = engine_db
     with Store.open(path) as store:
         import_path(store, write_tree_bundle(tmp_path / "b", explicit_nodes=request.param))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))

@@ -25,8 +25,9 @@ PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "conflicts.py")
 
 
 @pytest.fixture
-def vdb(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "verify.db"
+def vdb(tmp_path, monkeypatch, engine_db: str) -> str:
+    """The conflict bundle's project, on SQLite and on PostgreSQL (issue #18)."""
+    path = engine_db
     with Store.open(path) as store:
         import_path(store, write_conflict_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))

@@ -15,21 +15,21 @@ T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def demo(tmp_path, make_demo_db) -> Store:
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
-    store = Store.open(db)
+def demo(engine_demo: str) -> Store:
+    """The demo project, on SQLite and on PostgreSQL (issue #18)."""
+    store = Store.open(engine_demo)
     yield store
     store.close()
 
 
 @pytest.fixture
-def fresh(tmp_path) -> Store:
-    """The demo project without its imported human answers: every output is open."""
+def fresh(engine_db: str) -> Store:
+    """The demo project without its imported human answers: every output is open (on
+    SQLite and on PostgreSQL)."""
     from annotation.formats.importers import import_project, load
     from annotation.project_files import DEMO_BUNDLE
 
-    store = Store.open(tmp_path / "fresh.db")
+    store = Store.open(engine_db)
     with load(DEMO_BUNDLE) as project:
         project.annotations = []
         project.work = {}  # nor its verifications, reviews and submissions

@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from annotation.store import Store
+from annotation.store.pg import database_exists
 from annotation.work import adjudication
 
 
@@ -47,7 +47,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def cmd_adjudicate(args: argparse.Namespace) -> int:
     from annotation.cli.main import cli_actor
 
-    if not Path(args.db).exists():
+    if not database_exists(args.db):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     with Store.open(args.db) as store:

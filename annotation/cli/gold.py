@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from annotation.results.export import write_csv
 from annotation.store import Store
 from annotation.store import gold as gold_rows
+from annotation.store.pg import database_exists
 from annotation.work import gold
 
 
@@ -52,7 +52,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _missing(db: str) -> bool:
-    if not Path(db).exists():
+    if not database_exists(db):
         print(f"{db}: no such database", file=sys.stderr)
         return True
     return False

@@ -41,6 +41,7 @@ from annotation.formats.importers import FORMATS, import_path
 from annotation.records import ImportRefused
 from annotation.results.export import TABLE_FORMATS
 from annotation.store import SchemaTooNew, Store
+from annotation.store.pg import database_exists, is_url, redacted, sqlite_only
 
 
 def _import_progress(args: argparse.Namespace) -> ImportProgress | None:
@@ -117,19 +118,19 @@ def _export_bundle(args: argparse.Namespace) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    summary = project_files.build_demo_db(Path(args.db))
+    summary = project_files.build_demo_db(args.db if is_url(args.db) else Path(args.db))
     if not args.quiet:
         print(summary)
     return 0
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    if not Path(args.db).exists():
+    if not database_exists(args.db):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     with Store.open(args.db) as store:
         info = {
-            "database": str(Path(args.db).resolve()),
+            "database": redacted(store.url) if store.url else str(Path(args.db).resolve()),
             "schema_version": store.schema_version(),
             "project": store.project_info(),
             "counts": store.counts(),
@@ -155,6 +156,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Check the database and its images; exit 1 with the problems and what to restore."""
     from annotation.store.check import check_project
 
+    refused = sqlite_only(args.db, "check")
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     report = check_project(args.db)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
@@ -167,7 +172,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from annotation.results.report import TABLES, ReportOptions, build_report, write_report
     from annotation.results.study import load_study
 
-    if not Path(args.db).exists():
+    if not database_exists(args.db):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     options = ReportOptions(n_boot=args.bootstrap, seed=args.seed,
@@ -221,7 +226,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _write_results(args: argparse.Namespace, writer: Callable[[Store, Path], list[Path]]
                    ) -> int:
     """Run ``writer(store, out_dir)`` on an existing project; print the files written."""
-    if not Path(args.db).exists():
+    if not database_exists(args.db):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     with Store.open(args.db) as store:
@@ -277,16 +282,18 @@ def serve_command(launcher: Path, host: str, port: int) -> list[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    db = Path(args.db) if args.db else project_files.default_demo_db()
+    db: str | Path = Path(args.db) if args.db else project_files.default_demo_db()
+    if args.db and is_url(args.db):
+        db = args.db  # PostgreSQL (README): served as given, by as many servers as wanted
     if not args.db:
         print(f"judge-audit: preparing the demo project at {db}", file=sys.stderr)
-        project_files.ensure_demo_db(db)
+        project_files.ensure_demo_db(Path(db))
     project_files.app_path()  # a checkout: app.py and server.py beside the package
-    env = dict(os.environ, JUDGE_AUDIT_DB=str(db.resolve()),
+    env = dict(os.environ, JUDGE_AUDIT_DB=db if isinstance(db, str) else str(db.resolve()),
                JUDGE_AUDIT_DEMO="0" if args.db else "1")
     cmd = serve_command(project_files.server_path(), args.host, args.port)
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"judge-audit: serving {db} on http://{shown}:{args.port}", file=sys.stderr)
+    print(f"judge-audit: serving {redacted(db)} on http://{shown}:{args.port}", file=sys.stderr)
     if args.host not in LOOPBACK:
         print(f"judge-audit: listening on {args.host} over plain HTTP: put it behind a "
               "reverse proxy with TLS (README, Security)", file=sys.stderr)
@@ -319,7 +326,7 @@ def _read_password() -> str:
 
 def cmd_user(args: argparse.Namespace) -> int:
     action = args.user_command
-    if action != "add" and not Path(args.db).exists():
+    if action != "add" and not database_exists(args.db):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     actor = cli_actor()

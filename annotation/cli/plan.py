@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -28,6 +27,7 @@ import pandas as pd
 from annotation.results.export import write_csv
 from annotation.results.planning import MEASURES, Assumptions, plan_table
 from annotation.store import Store
+from annotation.store.pg import database_exists
 
 __all__ = ["add_parser", "cmd_plan"]
 
@@ -75,7 +75,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                          sd=args.assume_sd, outputs=args.outputs)
     study = None
     if args.db:
-        if not Path(args.db).exists():
+        if not database_exists(args.db):
             print(f"{args.db}: no such database", file=sys.stderr)
             return 1
         from annotation.results.study import load_study

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from annotation.store.backup import RecoveryError, backup, restore
+from annotation.store.pg import database_exists, sqlite_only
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -24,7 +25,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from annotation.store import Store
     from annotation.store.history import history
 
-    if not Path(args.db).is_file():
+    if not database_exists(args.db, file=True):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     with Store.open(args.db) as store:
@@ -49,6 +50,10 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_backup(args: argparse.Namespace) -> int:
     """Back up the database (online, safe while the app writes) and its media folder."""
+    refused = sqlite_only(args.db, "backup")
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     try:
         summary = backup(args.db, args.out)
     except RecoveryError as exc:
@@ -65,6 +70,10 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     """Restore a backup (checked first) as the project database."""
+    refused = sqlite_only(args.db, "restore")
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     try:
         summary = restore(args.source, args.db, force=args.force)
     except RecoveryError as exc:

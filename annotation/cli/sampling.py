@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from annotation.results.export import write_csv
 from annotation.store import Store
+from annotation.store.pg import database_exists
 from annotation.work import sampling, workflow
 from annotation.work.validation_set import balance_column, draw_validation_set
 
@@ -83,7 +83,7 @@ def add_parsers(sub: Any) -> None:
 def cmd_sample(args: argparse.Namespace) -> int:
     from annotation.cli.main import cli_actor
 
-    if not Path(args.db).exists():
+    if not database_exists(args.db):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     actor = cli_actor()
@@ -112,7 +112,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 def cmd_validation_set(args: argparse.Namespace) -> int:
     from annotation.cli.main import cli_actor
 
-    if not Path(args.db).exists():
+    if not database_exists(args.db):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     with Store.open(args.db) as store:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from annotation.results.export import write_csv
 from annotation.store.media import EXTENSIONS
+from annotation.store.pg import database_exists
 from annotation.trace.decompose import (
     RULES,
     DiagnosticNode,
@@ -132,7 +133,7 @@ def _from_db(args: argparse.Namespace) -> tuple[str, list[tuple[str, Any, Any]]]
     from annotation.store import Store
     from annotation.store import project as project_rows
 
-    if not Path(args.db).is_file():
+    if not database_exists(args.db, file=True):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     with Store.open(args.db, migrate=False) as store:

@@ -27,6 +27,7 @@ import pandas as pd
 
 from annotation.results.export import write_csv
 from annotation.store import Store
+from annotation.store.pg import database_exists
 from annotation.vif.variants import PER_COUNT, VariantError, listing, variant_name, variant_project
 
 __all__ = ["add_parser", "cmd_variants"]
@@ -62,7 +63,7 @@ def cmd_variants(args: argparse.Namespace) -> int:
     except VariantError as exc:
         print(f"judge-audit variants: {exc}", file=sys.stderr)
         return 2
-    if not Path(args.db).exists():
+    if not database_exists(args.db):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     out = Path(args.out)

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 import sqlite_utils
@@ -51,7 +51,7 @@ from annotation.records import (
     Task,
     TaskImage,
 )
-from annotation.store import schema
+from annotation.store import pg, schema
 from annotation.store.media import media_dir, media_file
 from annotation.timestamps import now_iso  # noqa: F401  (re-exported: store.now_iso)
 
@@ -147,10 +147,16 @@ class SessionGuard:
 class Store:
     """A judge-audit project database. Use :meth:`open`; close with :meth:`close`."""
 
+    #: ``"sqlite"`` (a file) or ``"postgresql"`` (a URL: :mod:`annotation.store.pg`)
+    engine = "sqlite"
+    #: the ``postgresql://`` URL the store was opened with (None for a SQLite file)
+    url: str | None = None
+
     def __init__(self, path: Path, conn: sqlite3.Connection):
         self.path = path
         self.conn = conn
-        self.db = sqlite_utils.Database(conn)
+        self.db: Any = sqlite_utils.Database(conn) if isinstance(conn, sqlite3.Connection) \
+            else _DictRows(conn)
         #: set by the app: every transaction then checks the acting session
         self.guard: SessionGuard | None = None
         self._writer = writer_lock(path)  # the process's writers of this file queue on it
@@ -163,6 +169,8 @@ class Store:
         A database created here is readable by its owner only (0600; SQLite gives its
         ``-wal`` and ``-shm`` files the same mode); an existing file keeps its mode.
         """
+        if isinstance(path, str) and pg.is_url(path):
+            return cls._open_postgresql(path, migrate=migrate)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         _create_private_file(path)
@@ -177,6 +185,25 @@ class Store:
         if migrate:
             store.migrate()
         return store
+
+    @classmethod
+    def _open_postgresql(cls, url: str, *, migrate: bool) -> Store:
+        """A store on the PostgreSQL database of ``url`` (:mod:`annotation.store.pg`); its
+        media folder is ``<media root>/<database>_media`` (:func:`pg.parse`)."""
+        conn = pg.connect(url)
+        conn.target.media_root.mkdir(parents=True, exist_ok=True)
+        store = cls(conn.target.anchor, cast(sqlite3.Connection, conn))
+        store.engine, store.url = "postgresql", url
+        if migrate:
+            store.migrate()
+        else:
+            conn.keys = pg.integer_keys(schema.SCHEMA_VERSION)
+        return store
+
+    @property
+    def location(self) -> str:
+        """What the store was opened with: the URL, or the file's path."""
+        return self.url or str(self.path)
 
     def close(self) -> None:
         self.conn.close()
@@ -196,6 +223,13 @@ class Store:
 
     def migrate(self) -> int:
         """Apply the migrations this file has not seen yet; return the new version."""
+        if self.engine == "postgresql":
+            version = pg.migrate(cast(pg.PgConnection, self.conn), schema.SCHEMA_VERSION)
+            if version > schema.SCHEMA_VERSION:
+                raise SchemaTooNew(
+                    f"{pg.redacted(self.location)}: schema version {version} is newer than this"
+                    f" judge-audit ({schema.SCHEMA_VERSION}); upgrade judge-audit")
+            return version
         with self.transaction(public=True):
             version = self.schema_version()
             if version > schema.SCHEMA_VERSION:
@@ -691,6 +725,19 @@ class Store:
 
         pairs.read_into(self, p)  # issue #17
         return p
+
+
+class _DictRows:
+    """``Store.db`` of a PostgreSQL store: sqlite-utils' ``query`` (rows as dicts)."""
+
+    def __init__(self, conn: Any):
+        self._conn = conn
+
+    def query(self, sql: str, params: Iterable[Any] = ()) -> Iterator[dict[str, Any]]:
+        cur = self._conn.execute(sql, list(params))
+        names = [d[0] for d in cur.description]
+        for row in cur.fetchall():
+            yield dict(zip(names, row, strict=True))
 
 
 def _annotation_row(a: Annotation, created_at: str, source: str,

@@ -122,7 +122,7 @@ def _store(token: str | None) -> Any:
 
     db = resolve_db()
     store = getattr(_local, "store", None)
-    if store is None or store.path != db:
+    if store is None or store.location != str(db):
         store = Store.open(db)
         guard.protect(store)
         _local.store = store

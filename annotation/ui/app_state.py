@@ -29,6 +29,7 @@ from annotation.accounts.auth import AccountError, User, get_user
 from annotation.accounts.sessions import SignedOut
 from annotation.store import SessionGuard, Store, guard
 from annotation.store import accounts as accounts_store
+from annotation.store.pg import is_url
 
 ENV_DB = "JUDGE_AUDIT_DB"
 ENV_DEMO = "JUDGE_AUDIT_DEMO"
@@ -51,10 +52,13 @@ def enable_test_sessions() -> None:
     _test_sessions = True
 
 
-def configured_db() -> Path | None:
-    """The database the app serves: ``$JUDGE_AUDIT_DB`` (set by ``judge-audit serve``)."""
+def configured_db() -> Path | str | None:
+    """The database the app serves: ``$JUDGE_AUDIT_DB`` (set by ``judge-audit serve``): a
+    SQLite file's path, or a ``postgresql://`` URL (kept as text)."""
     value = os.environ.get(ENV_DB)
-    return Path(value) if value else None
+    if not value:
+        return None
+    return value if is_url(value) else Path(value)
 
 
 def demo_mode() -> bool:
@@ -62,7 +66,7 @@ def demo_mode() -> bool:
     return os.environ.get(ENV_DEMO) == "1" or configured_db() is None
 
 
-def resolve_db() -> Path:
+def resolve_db() -> Path | str:
     """The configured database, or the demo project (built on first use)."""
     db = configured_db()
     if db is not None:
@@ -106,7 +110,7 @@ def open_store(session_state: MutableMapping[Any, Any]) -> Store:
     locks and let a CLI command delete the ``-wal`` under the app."""
     db = resolve_db()
     store = session_state.get("_store")
-    if store is None or store.path != db:
+    if store is None or store.location != str(db):
         store = Store.open(db)
         guard.protect(store)
         session_state["_store"] = store

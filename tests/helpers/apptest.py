@@ -31,7 +31,7 @@ def page_file(page: str) -> str:
     return str(ROOT / "pages" / path)
 
 
-def signed_in(page: str, name: str, role: str = "annotator", *, db: Path | None = None,
+def signed_in(page: str, name: str, role: str = "annotator", *, db: Path | str | None = None,
               timeout: float = 60, guidelines_seen: bool = False) -> AppTest:
     """``page`` in a new AppTest session where ``name`` is signed in (not run yet).
 
@@ -39,7 +39,7 @@ def signed_in(page: str, name: str, role: str = "annotator", *, db: Path | None 
     opens) with ``role`` if it does not exist; an existing account keeps its role, as a real
     sign-in would. ``guidelines_seen`` skips the annotation page's guidelines screen.
     """
-    db = db if db is not None else Path(os.environ["JUDGE_AUDIT_DB"])
+    db = db if db is not None else os.environ["JUDGE_AUDIT_DB"]  # a path, or a URL
     ensure_account(db, name, role)
     at = AppTest.from_file(page_file(page), default_timeout=timeout)
     with Store.open(db) as store:

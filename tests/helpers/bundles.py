@@ -73,8 +73,13 @@ def ensure_account(db_path: Path, name: str, role: str = "annotator") -> None:
             auth.add_user(store, name, role, f"pw-{name}-123", actor="test")
 
 
-def db_checksum(db_path: Path) -> str:
-    """SHA-256 over every row of every table (opened read-only), to prove 'unchanged'."""
+def db_checksum(db_path: Path | str) -> str:
+    """SHA-256 over every row of every table (opened read-only), to prove 'unchanged'; a
+    ``postgresql://`` URL: over its tables the same way."""
+    from annotation.store import pg
+
+    if pg.is_url(str(db_path)):
+        return _pg_checksum(str(db_path))
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         digest = hashlib.sha256()
@@ -88,3 +93,20 @@ def db_checksum(db_path: Path) -> str:
         return digest.hexdigest()
     finally:
         conn.close()
+
+
+def _pg_checksum(url: str) -> str:
+    from annotation.store import Store
+
+    with Store.open(url, migrate=False) as store:
+        digest = hashlib.sha256()
+        tables = [r[0] for r in store.conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+            " AND table_type = 'BASE TABLE' AND table_name <> 'judge_audit_schema'"
+            " ORDER BY table_name")]
+        for table in tables:
+            digest.update(table.encode())
+            for row in store.conn.execute(f"SELECT * FROM {table} ORDER BY rowid"):
+                digest.update(repr(row).encode())
+        digest.update(repr(store.conn.execute("PRAGMA user_version").fetchone()).encode())
+        return digest.hexdigest()
