@@ -217,8 +217,9 @@ async def annotator(browser, port: int, i: int, reader: Reader, end: float,
     page.on("response", lambda r: setattr(record, "http_5xx", record.http_5xx + 1)
             if r.status >= 500 else None)
     await page.goto(f"http://127.0.0.1:{port}/", timeout=90_000)
-    await page.locator("input[aria-label='Name']").fill(who)
-    await page.locator("input[type='password']").fill(f"soak-pass-{i}")
+    # 20 sign-ins on two cores: the form may take longer than Playwright's default 30 s
+    await page.locator("input[aria-label='Name']").fill(who, timeout=90_000)
+    await page.locator("input[type='password']").fill(f"soak-pass-{i}", timeout=90_000)
     await page.keyboard.press("Enter")
     await page.wait_for_selector("[data-testid='stSidebar']", timeout=90_000)
     start = page.get_by_role("button", name="I have read the guidelines")
