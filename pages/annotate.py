@@ -14,7 +14,7 @@ from annotation.ui import answer_panel, render
 from annotation.ui.app_state import open_store
 from annotation.ui.incidents import guarded
 from annotation.ui.widget_keys import widget_key
-from annotation.ui.widgets import inert, require, safe_markdown, show_image
+from annotation.ui.widgets import inert, require, safe_markdown, show_image, show_input_images
 from annotation.vif.readouts import readouts
 from annotation.work import workflow
 from annotation.work.workflow import AnnotationSession
@@ -115,17 +115,7 @@ with view:
     output_area, inputs_area = st.columns([2, 1])
 
 with inputs_area:
-    for role, title in (("reference", "Reference images"),
-                        ("visual_instruction", "Visual instructions")):
-        group = [im for im in item.images if im.role == role]
-        if not group:
-            continue
-        st.caption(title)
-        grid = st.columns(2)
-        for i, image in enumerate(group):
-            with grid[i % 2]:
-                show_image(store, image.sha256, render.STRIP_SIZE,
-                           caption=inert(image.short_caption))
+    show_input_images(store, item.images)
 
     words = readouts(item.task_meta)
     if words:

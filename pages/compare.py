@@ -15,7 +15,7 @@ import streamlit as st
 from annotation.ui import answer_panel, render
 from annotation.ui.app_state import open_store
 from annotation.ui.incidents import guarded
-from annotation.ui.widgets import inert, require, safe_markdown, show_image
+from annotation.ui.widgets import inert, require, safe_markdown, show_image, show_input_images
 from annotation.work import compare
 
 user = require()
@@ -121,14 +121,4 @@ with answer_column:
                "Give each output a place with a digit (1 = best; the same digit for a tie); "
                "J / K move · Enter submits · Backspace goes back")
     # the input images beside the outputs (as on Annotate outputs), not above them
-    for role, title in (("reference", "Reference images"),
-                        ("visual_instruction", "Visual instructions")):
-        group = [im for im in inputs.images if im.role == role]
-        if not group:
-            continue
-        st.caption(title)
-        grid = st.columns(2)
-        for i, image in enumerate(group):
-            with grid[i % 2]:
-                show_image(store, image.sha256, render.STRIP_SIZE,
-                           caption=inert(image.short_caption))
+    show_input_images(store, inputs.images)

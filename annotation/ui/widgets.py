@@ -97,3 +97,22 @@ def show_image(store: Store, sha256: str | None, max_side: int, *, caption: str 
                                  generated=generated)
     st.image(image.data, caption=caption, width=width, output_format=image.format)  # type: ignore[arg-type]
     return image
+
+
+#: the input images' groups, in the order annotators read them
+INPUT_GROUPS = (("reference", "Reference images"), ("visual_instruction", "Visual instructions"))
+
+
+def show_input_images(store: Store, images: Any) -> None:
+    """A task's reference and visual-instruction images (``images``: items with ``role``,
+    ``sha256`` and ``short_caption``), each group under its title, two per row."""
+    for role, title in INPUT_GROUPS:
+        group = [im for im in images if im.role == role]
+        if not group:
+            continue
+        st.caption(title)
+        grid = st.columns(2)
+        for i, image in enumerate(group):
+            with grid[i % 2]:
+                show_image(store, image.sha256, render.STRIP_SIZE,
+                           caption=inert(image.short_caption))
