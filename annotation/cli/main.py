@@ -83,7 +83,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         print("export: give --out DIR (a bundle; --zip: a .zip) or --parquet DIR (a "
               "dataset), or both", file=sys.stderr)
         return 2
-    if not Path(args.db).exists():
+    if not database_exists(args.db):
         print(f"{args.db}: no such database", file=sys.stderr)
         return 1
     if args.out:
