@@ -18,12 +18,12 @@ import yaml
 
 import annotation
 from annotation.cli import main
-from annotation.formats.dataset import FILES
 from annotation.formats.importers import import_path
 from annotation.results.export import neutralize_table, write_parquet, write_table
 from annotation.results.report import TABLES, ReportOptions, build_report
 from annotation.results.study import load_study
 from annotation.store import Store
+from annotation.store.dataset import FILES
 from tests.helpers.pair_fixture import pair_bundle
 from tests.test_hostile_input import write_hostile_bundle
 
@@ -350,7 +350,7 @@ def test_card_is_readable_without_yaml_quirks(make_demo_db, tmp_path):
 def test_files_are_written_in_batches_of_bounded_size(make_demo_db, tmp_path):
     """A large table is read and written a batch at a time (row groups): the same rows and
     types as in one piece; an always-written file with no rows keeps its columns."""
-    from annotation.formats.dataset import write_file
+    from annotation.store.dataset import write_file
 
     db = make_demo_db(tmp_path / "demo.db")
     spec = next(s for s in FILES if s.name == "annotations")

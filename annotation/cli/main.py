@@ -36,11 +36,11 @@ from pathlib import Path
 from annotation import project_files
 from annotation.accounts import auth
 from annotation.cli.progress import ImportProgress
-from annotation.formats.dataset import DEFAULT_LICENSE
 from annotation.formats.importers import FORMATS, import_path
 from annotation.records import ImportRefused
 from annotation.results.export import TABLE_FORMATS
 from annotation.store import SchemaTooNew, Store
+from annotation.store.dataset import DEFAULT_LICENSE
 from annotation.store.pg import database_exists, is_url, redacted, sqlite_only
 
 
@@ -78,7 +78,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """The project as a bundle (``--out``) and/or a Parquet dataset with its card
-    (``--parquet``, :mod:`annotation.formats.dataset`)."""
+    (``--parquet``, :mod:`annotation.store.dataset`)."""
     if not (args.out or args.parquet) or (args.zip and not args.out):
         print("export: give --out DIR (a bundle; --zip: a .zip) or --parquet DIR (a "
               "dataset), or both", file=sys.stderr)
@@ -89,7 +89,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.out:
         _export_bundle(args)
     if args.parquet:
-        from annotation.formats.dataset import write_dataset
+        from annotation.store.dataset import write_dataset
 
         with Store.open(args.db) as store:
             counts = write_dataset(store, Path(args.parquet), license=args.license)
