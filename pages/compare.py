@@ -37,12 +37,10 @@ if session is None:
                 "in docs/bundle-format.md.")
     left, right = st.columns(2)
     if done_p and left.button("Review my previous pair", icon=":material/undo:"):
-        pairs.back()
-        state["mode"] = "pairs"
+        compare.review_previous(store, user.name, state, "pairs")
         st.rerun()
     if done_r and right.button("Review my previous ranking", icon=":material/undo:"):
-        rankings.back()
-        state["mode"] = "rankings"
+        compare.review_previous(store, user.name, state, "rankings")
         st.rerun()
     st.stop()
 

@@ -124,6 +124,21 @@ def test_submitting_needs_an_answer_and_moves_to_the_next_unit(store):
     assert s.panel().values == {0: "right"}  # the stored answer, in screen terms
 
 
+def test_the_previous_pair_reopens_for_review_after_the_last_one(store):
+    state: dict[str, Any] = {}
+    assert not compare.review_previous(store, "fay", state, "pairs")  # nothing submitted
+    units = []
+    while isinstance(s := compare.session_for(store, "fay", state), compare.PairSession):
+        units.append(s.unit)
+        s.press("left")
+        s.command({"name": "submit", "n": len(units), "visit": s.state["visit_id"],
+                   "seconds": 0})
+    assert compare.review_previous(store, "fay", state, "pairs")
+    again = compare.session_for(store, "fay", state)
+    assert isinstance(again, compare.PairSession) and again.unit == units[-1]
+    assert again.state["reviewing"] and again.panel().values == {0: "left"}
+
+
 def test_rankings_follow_the_pairs_on_the_page(db):
     with Store.open(db) as store:
         compare.PAIRS.set_settings(store, "boss", overlap=1)

@@ -449,10 +449,24 @@ def session_for(store: Store, person: str, state: MutableMapping[str, Any]
     return None
 
 
+def review_previous(store: Store, person: str, state: MutableMapping[str, Any],
+                    kind: str) -> bool:
+    """Reopen the person's last submitted pair (``kind="pairs"``) or ranking
+    (``"rankings"``) from the "All done" screen; :func:`session_for` then shows it. False
+    when there is none."""
+    session = (PairSession if kind == "pairs" else RankingSession)(
+        store, person, state.setdefault(kind, {}))
+    if not session.back():
+        return False
+    state["mode"] = kind
+    return True
+
+
 __all__ = [
     "COMMANDS", "PAIRS", "PAIR_OPTIONS", "RANKINGS", "CompareSettings", "PairSession",
     "PairView", "RankingSession", "RankingView", "TaskInputs", "give_place",
     "give_preference", "has_items", "load_pair", "load_ranking", "my_order", "my_places",
+    "review_previous",
     "my_preference", "order_of", "pair_targets", "places_of", "ranking_targets", "session_for",
     "shown_first", "shown_order", "shown_places", "to_shown", "to_stored",
 ]
