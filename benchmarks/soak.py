@@ -195,14 +195,22 @@ class Record:
     arrived: list[float] = field(default_factory=list)
 
 
-async def wait_panel(page, check, timeout: float) -> dict[str, str] | None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        data = await page.evaluate(PANEL_JS)
-        if data is not None and check(data):
-            return data
-        await asyncio.sleep(0.1)
-    return None
+#: the panel's data once it shows a visit other than ``arg`` (any visit for ``null``) with
+#: no page change under way; ``null`` until then
+PANEL_MOVED_JS = """(v) => { const p = document.querySelector('.ja-panel[data-visit]');
+    return p && p.dataset.visit !== v && !p.dataset.command ? {...p.dataset} : null; }"""
+
+
+async def wait_panel(page, away_from: str | None, timeout: float) -> dict[str, str] | None:
+    """The panel's data once it shows a visit other than ``away_from``, or None after
+    ``timeout`` seconds. The page checks every 50 ms itself: polling through Playwright
+    would cost the browsers a round trip per check, load that no annotator makes."""
+    try:
+        handle = await page.wait_for_function(PANEL_MOVED_JS, arg=away_from, polling=50,
+                                              timeout=timeout * 1000)
+    except Exception:  # noqa: BLE001 - Playwright's timeout, or the page went away
+        return None
+    return await handle.json_value()
 
 
 async def annotator(browser, port: int, i: int, reader: Reader, end: float,
@@ -226,12 +234,13 @@ async def annotator(browser, port: int, i: int, reader: Reader, end: float,
     await start.wait_for(timeout=90_000)
     await page.evaluate("document.activeElement && document.activeElement.blur()")
     await page.keyboard.press("Enter")
-    await wait_panel(page, lambda d: True, 90)
+    await wait_panel(page, None, 90)
     record.arrived.append(time.time())
     while time.monotonic() < end:
         burst = rng.random() < 1 / 6
         keys = rng.randint(3, 5) if burst else 1
         await asyncio.sleep(rng.uniform(*THINK))
+        data = None
         for _ in range(keys):
             data = await page.evaluate(PANEL_JS)
             if data is None or data.get("command"):
@@ -242,8 +251,7 @@ async def annotator(browser, port: int, i: int, reader: Reader, end: float,
                 t0 = time.perf_counter()
                 await page.keyboard.press("Enter")
                 record.submits += 1
-                moved = await wait_panel(page, lambda d, v=data["visit"]: d["visit"] != v
-                                         and not d.get("command"), SUBMIT_TIMEOUT)
+                moved = await wait_panel(page, data["visit"], SUBMIT_TIMEOUT)
                 if reader.submissions(who) <= before:
                     record.submits_lost.append(f"{who}: Enter on a complete item "
                                                f"({unit_before}) did not submit it")
@@ -266,8 +274,8 @@ async def annotator(browser, port: int, i: int, reader: Reader, end: float,
             await page.keyboard.press(key)
             if burst:
                 await asyncio.sleep(rng.uniform(0.03, 0.08))
-        if not await page.evaluate(PANEL_JS) and await page.get_by_text("All done").count():
-            break
+        if data is None and await page.get_by_text("All done").count():
+            break  # no panel when last read: the queue may be finished
     # let the page deliver what it still holds
     deadline = time.monotonic() + DRAIN_SECONDS
     while time.monotonic() < deadline:
