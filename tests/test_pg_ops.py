@@ -4,7 +4,8 @@ Against a real throwaway cluster (:mod:`tests.helpers.postgres`; skipped where n
 started): the demo with app work on top is backed up (a ``pg_dump`` archive and its
 ``_media`` folder) and restored into a new, empty database: every table's rows and every
 image file are the same, ``check`` passes and the restored project takes new answers. A
-non-empty target is refused unless forced (then what was there is backed up first).
+non-empty target is refused unless forced (then what was there is backed up first); backups
+taken while an annotator writes each restore to exactly the rows their summary counted.
 ``check`` names a dropped and a disabled append-only trigger, a missing and a corrupted
 image, and rows referring to a missing row.
 """
@@ -12,6 +13,7 @@ image, and rows referring to a missing row.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -192,3 +194,34 @@ def test_a_database_that_is_not_a_project(empty_url, tmp_path) -> None:
     with pytest.raises(RecoveryError, match="not a judge-audit project"):
         backup(empty_url("none2"), tmp_path / "x.dump")
     assert not (tmp_path / "x.dump").exists()
+
+
+def test_a_backup_while_an_annotator_writes_is_one_snapshot(pg_demo, empty_url,
+                                                           tmp_path) -> None:
+    """The counts and image list read for the summary are those of the dumped snapshot:
+    a restore of each backup taken while answers are written has exactly those rows."""
+    stop = threading.Event()
+
+    def write() -> None:
+        with Store.open(pg_demo) as store:
+            while not stop.is_set():
+                output_id = workflow.next_item(store, "carol")
+                if output_id is None:
+                    return
+                workflow.give_answer(store, "carol", output_id, criterion="visual_quality",
+                                     score=5)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        summaries = [backup(pg_demo, tmp_path / f"b{i}.dump") for i in range(3)]
+    finally:
+        stop.set()
+        writer.join()
+    for i, summary in enumerate(summaries):
+        target = empty_url(f"r{i}")
+        restored = restore(summary.path, target)
+        assert restored.counts == summary.counts
+        assert check_project(target).ok
+    counts = [s.counts["annotations"] for s in summaries]
+    assert counts == sorted(counts)
