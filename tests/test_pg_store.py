@@ -84,8 +84,6 @@ def test_urls_select_postgresql_and_keep_their_media_folder(tmp_path: Path) -> N
     assert target.dbname == "study"
     assert target.anchor == tmp_path / "study.postgresql"  # media: <tmp_path>/study_media
     assert pg.redacted("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
-    assert pg.sqlite_only("postgresql://u:secret@h/db", "backup").count("secret") == 0
-    assert pg.sqlite_only("x.db", "backup") is None
 
 
 # ----------------------------------------------------------------------- the schema

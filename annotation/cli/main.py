@@ -41,7 +41,7 @@ from annotation.records import ImportRefused
 from annotation.results.export import TABLE_FORMATS
 from annotation.store import SchemaTooNew, Store
 from annotation.store.dataset import DEFAULT_LICENSE
-from annotation.store.pg import database_exists, is_url, redacted, sqlite_only
+from annotation.store.pg import database_exists, is_url, redacted
 
 
 def _import_progress(args: argparse.Namespace) -> ImportProgress | None:
@@ -156,10 +156,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Check the database and its images; exit 1 with the problems and what to restore."""
     from annotation.store.check import check_project
 
-    refused = sqlite_only(args.db, "check")
-    if refused:
-        print(refused, file=sys.stderr)
-        return 2
     report = check_project(args.db)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))

@@ -4,6 +4,8 @@
     judge-audit backup  --db DB --out FILE
     judge-audit restore --from FILE --db DB [--force]
 
+DB is a SQLite file or a ``postgresql://`` URL (FILE is then a ``pg_dump`` archive).
+
 :func:`add_parsers` registers them on the main parser's subcommands
 (:func:`annotation.cli.build_parser`). Exit codes: 0 success, 1 refused (nothing
 replaced), 2 usage error.
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from annotation.store.backup import RecoveryError, backup, restore
-from annotation.store.pg import database_exists, sqlite_only
+from annotation.store.pg import database_exists
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -50,10 +52,6 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_backup(args: argparse.Namespace) -> int:
     """Back up the database (online, safe while the app writes) and its media folder."""
-    refused = sqlite_only(args.db, "backup")
-    if refused:
-        print(refused, file=sys.stderr)
-        return 2
     try:
         summary = backup(args.db, args.out)
     except RecoveryError as exc:
@@ -70,10 +68,6 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     """Restore a backup (checked first) as the project database."""
-    refused = sqlite_only(args.db, "restore")
-    if refused:
-        print(refused, file=sys.stderr)
-        return 2
     try:
         summary = restore(args.source, args.db, force=args.force)
     except RecoveryError as exc:

@@ -32,7 +32,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotation.store import BUSY_TIMEOUT_MS, now_iso, schema
+from annotation.store import BUSY_TIMEOUT_MS, now_iso, pg, schema
 from annotation.store.media import media_dir, media_file
 
 COUNTED = ("annotations", "submissions", "flags", "outputs", "files", "users", "audit_log",
@@ -57,12 +57,17 @@ class BackupSummary:
     media_present: int
     media_missing: tuple[str, ...] = ()
     set_aside: Path | None = None
+    #: what :meth:`text` calls the database (a PostgreSQL URL, its password hidden);
+    #: None: ``path``
+    label: str | None = None
+    #: what :meth:`text` calls the database ``set_aside`` holds
+    set_aside_what: str = "the unreadable database that was there"
 
     def text(self) -> str:
         """A short human-readable account (printed by the CLI)."""
         counts = ", ".join(f"{k} {v:,}" for k, v in self.counts.items())
         lines = [
-            f"{self.path} (schema v{self.schema_version}): {counts}",
+            f"{self.label or self.path} (schema v{self.schema_version}): {counts}",
             f"{self.media_dir}: {self.media_copied:,} image files copied, "
             f"{self.media_present:,} already there",
         ]
@@ -70,7 +75,7 @@ class BackupSummary:
             lines.append(f"{len(self.media_missing)} image files were missing from the source "
                          f"media folder, e.g. {self.media_missing[0]}")
         if self.set_aside is not None:
-            lines.append(f"the unreadable database that was there is kept as {self.set_aside}")
+            lines.append(f"{self.set_aside_what} is kept as {self.set_aside}")
         return "\n".join(lines)
 
 
@@ -169,7 +174,12 @@ def backup(db_path: str | os.PathLike[str], out_path: str | os.PathLike[str]) ->
     """Back up the project at ``db_path`` to ``out_path`` (one SQLite file) and its media
     folder to ``<out stem>_media/``; safe while the app writes. An existing ``out_path`` is
     replaced atomically. Raises :class:`RecoveryError` (nothing replaced) when the database
-    is missing or unsound, or ``out_path`` is the database itself."""
+    is missing or unsound, or ``out_path`` is the database itself. A ``postgresql://`` URL
+    is backed up with ``pg_dump`` (:func:`annotation.store.pgops.backup`)."""
+    if pg.is_url(db_path):
+        from annotation.store import pgops
+
+        return pgops.backup(str(db_path), out_path)
     db, out = Path(db_path), Path(out_path)
     if not db.is_file():
         raise RecoveryError(f"{db}: no such database")
@@ -273,7 +283,12 @@ def restore(backup_path: str | os.PathLike[str], db_path: str | os.PathLike[str]
     """Restore the backup at ``backup_path`` (and its ``_media`` folder) as the project at
     ``db_path``. Refuses (:class:`RecoveryError`, nothing written) a backup that fails
     ``integrity_check``, is not a judge-audit project or is newer than this judge-audit,
-    or lacks image files; and an existing database unless ``force``."""
+    or lacks image files; and an existing database unless ``force``. Into a
+    ``postgresql://`` URL: :func:`annotation.store.pgops.restore`."""
+    if pg.is_url(db_path):
+        from annotation.store import pgops
+
+        return pgops.restore(backup_path, str(db_path), force=force)
     src, db = Path(backup_path), Path(db_path)
     if not src.is_file():
         raise RecoveryError(f"{src}: no such backup")

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotation.store import schema
+from annotation.store import pg, schema
 from annotation.store.backup import connect, integrity_problems
 from annotation.store.media import media_dir, media_file
 
@@ -158,7 +158,12 @@ def _used_by(conn: sqlite3.Connection, sha256: str) -> str:
 
 
 def check_project(db_path: str | os.PathLike[str]) -> CheckReport:
-    """Check the project at ``db_path`` and its media folder (see the module docstring)."""
+    """Check the project at ``db_path`` and its media folder (see the module docstring); a
+    ``postgresql://`` URL: :func:`annotation.store.pgops.check`."""
+    if pg.is_url(db_path):
+        from annotation.store import pgops
+
+        return pgops.check(str(db_path))
     db = Path(db_path)
     report = CheckReport(str(db), str(media_dir(db)))
     if not db.is_file():

@@ -785,12 +785,3 @@ def database_exists(location: str | os.PathLike[str], *, file: bool = False) -> 
     if is_url(location):
         return True
     return Path(location).is_file() if file else Path(location).exists()
-
-
-def sqlite_only(location: str | os.PathLike[str], command: str) -> str | None:
-    """The refusal of a command that works on SQLite files only, for a PostgreSQL URL."""
-    if not is_url(location):
-        return None
-    return (f"judge-audit {command}: not available on PostgreSQL yet ({redacted(location)} is a"
-            " postgresql:// URL): back up with pg_dump and the media folder, or export a"
-            " bundle (judge-audit export); README, PostgreSQL")
