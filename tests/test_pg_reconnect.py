@@ -103,3 +103,36 @@ def test_the_store_works_again_after_the_server_restarts(pg_cluster, pg_url: str
             conn.execute("INSERT INTO annotators (name, created_at) VALUES ('x', 'x')")
         _add(store, "again")
         assert _names(pg_url) == ["after", "again", "before"]
+
+
+def _connections(cluster, url: str) -> int:
+    dbname = pg.parse(url).dbname
+    with cluster.admin() as admin:
+        return int(admin.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
+                                 [dbname]).fetchone()[0])
+
+
+def test_one_connection_per_browser_session(make_pg_demo, pg_cluster,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the README's connection count says: a browser session keeps one store (one
+    connection) for its life, however often its page reruns; the sign-in's own stores are
+    closed. And a session's connection cut off under it is replaced at its next rerun."""
+    from tests.helpers.apptest import signed_in
+
+    url = make_pg_demo()
+    monkeypatch.setenv("JUDGE_AUDIT_DB", url)
+    monkeypatch.setenv("JUDGE_AUDIT_DEMO", "0")
+    sessions = []
+    for n in range(1, 4):
+        at = signed_in("annotate.py", f"ann{n}", guidelines_seen=True).run(timeout=120)
+        assert not at.exception, at.exception
+        sessions.append(at)
+        assert _connections(pg_cluster, url) == n
+    for at in sessions:
+        at.run(timeout=120)
+    assert _connections(pg_cluster, url) == 3
+    _terminate(pg_cluster, sessions[0].session_state["_store"])
+    assert _connections(pg_cluster, url) == 2
+    sessions[0].run(timeout=120)
+    assert not sessions[0].exception, sessions[0].exception
+    assert _connections(pg_cluster, url) == 3
