@@ -40,10 +40,15 @@ def test_the_next_write_after_a_terminated_backend_succeeds_once(pg_cluster,
                                                                  pg_url: str) -> None:
     with Store.open(pg_url) as store:
         _add(store, "before")
+        cache = store.conn._cache  # type: ignore[attr-defined]
+        translated = dict(cache)
         _terminate(pg_cluster, store)
         _add(store, "after")  # BEGIN finds the connection dead: run again on a new one
         assert _names(pg_url) == ["after", "before"]
         assert store.conn.reconnects == 1  # type: ignore[attr-defined]
+        # the translations made before the break are kept (and used) after it
+        assert store.conn._cache is cache  # type: ignore[attr-defined]
+        assert {k: cache[k] for k in translated} == translated
 
 
 def test_a_read_outside_a_transaction_is_run_again_on_a_new_connection(pg_cluster,
