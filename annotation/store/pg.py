@@ -36,6 +36,7 @@ and append-only guarantees (plpgsql triggers refusing UPDATE, DELETE and TRUNCAT
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -555,10 +556,26 @@ def _add_missing(conn: PgConnection, version: int, target: int) -> None:
 
 
 # -------------------------------------------------------------------------- adapter
+def _message(exc: Exception) -> str:
+    return getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)
+
+
+_WRITES = re.compile(r"\b(insert|update|delete|merge|truncate|nextval|setval|pg_advisory\w*)\b",
+                     re.IGNORECASE)
+
+
+def _is_read(t: Translated) -> bool:
+    """Whether ``t`` only reads (so may run again on a new connection)."""
+    if t.kind == "version":
+        return True
+    first = t.sql.lstrip()[:6].lower()
+    return first in ("select", "with") and _WRITES.search(t.sql) is None
+
+
 def _sqlite_error(exc: Exception) -> sqlite3.Error:
     """The :mod:`sqlite3` exception a psycopg error stands for (callers catch those)."""
     psycopg = _driver()
-    message = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)
+    message = _message(exc)
     if isinstance(exc, psycopg.IntegrityError):
         return sqlite3.IntegrityError(message)
     if isinstance(exc, psycopg.DataError):
@@ -601,6 +618,9 @@ class PgCursor:
         self._rows = rows
         self._pos = 0
 
+    def _clear(self) -> None:
+        self.description, self._rows, self._pos, self.rowcount = None, [], 0, -1
+
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> PgCursor:
         self._conn._run(self, sql, params)
         return self
@@ -633,24 +653,65 @@ class PgCursor:
         self._rows = []
 
 
+class ConnectionLost(sqlite3.OperationalError):
+    """The connection to PostgreSQL broke (the server restarted, or the backend was
+    terminated) under a statement that cannot be run again safely: a write transaction
+    (rolled back by the server: nothing of it was written), a ``COMMIT`` (whether it
+    committed is unknown), a write outside a transaction, or the server cannot be reached
+    at all. The next statement opens a new connection."""
+
+
+#: how a :class:`PgConnection` reports a transaction whose connection broke
+LOST_IN_TRANSACTION = ("the connection to PostgreSQL was lost inside a write transaction"
+                       " (server restart or terminated backend): the server rolled it back,"
+                       " nothing of it was written; the next transaction reconnects")
+
+
 class PgConnection:
     """A PostgreSQL connection speaking the store's SQLite dialect (module docstring).
 
     Autocommit, like the store's SQLite connection (``isolation_level=None``): the store's
     own ``BEGIN IMMEDIATE`` / ``COMMIT`` / ``ROLLBACK`` make its transactions. One psycopg
-    connection, shared by the threads of its store as the SQLite connection is."""
+    connection, shared by the threads of its store as the SQLite connection is.
+
+    When that connection breaks (a server restart, ``pg_terminate_backend``), the next
+    statement opens a new one: a long-lived server is never stuck with a dead connection.
+    What was under way when it broke:
+
+    * a ``BEGIN IMMEDIATE`` (nothing written yet) or a read outside a transaction is run
+      again once, on the new connection, without the caller noticing;
+    * a statement inside a write transaction raises :class:`ConnectionLost` (the server
+      rolled the transaction back), and so does every further statement of that
+      transaction until its ``ROLLBACK`` (a no-op then) or ``COMMIT`` (raises): a
+      transaction is never continued half-way on the new connection in autocommit;
+    * a ``COMMIT``, or a write outside a transaction, raises :class:`ConnectionLost`
+      (it may or may not have been done; the answer route's client ids make its retry
+      safe).
+
+    The translated statements (:func:`translate`) stay cached across a reconnect."""
 
     def __init__(self, target: Target):
-        psycopg = _driver()
         self.target = target
-        self._pg = psycopg.connect(target.conninfo, autocommit=True)
-        _configure(self._pg)
-        # a writer waits for the write lock as long as SQLite's busy timeout, then fails
-        self._pg.execute("SET lock_timeout = '30s'")
         self._cache: dict[str, Translated] = {}
         self._lock = threading.RLock()
         self.keys: dict[str, str] = {}
         self.in_transaction = False
+        #: the connection of the open transaction broke: its statements are refused
+        self._lost = False
+        #: connections opened after the first (one per break)
+        self.reconnects = 0
+        self._pg = self._open()
+
+    def _open(self) -> Any:
+        psycopg = _driver()
+        try:
+            conn = psycopg.connect(self.target.conninfo, autocommit=True)
+            _configure(conn)
+            # a writer waits for the write lock as long as SQLite's busy timeout, then fails
+            conn.execute("SET lock_timeout = '30s'")
+        except psycopg.Error as exc:
+            raise ConnectionLost(f"PostgreSQL cannot be reached ({_message(exc)})") from exc
+        return conn
 
     def _translated(self, sql: str) -> Translated:
         t = self._cache.get(sql)
@@ -658,60 +719,106 @@ class PgConnection:
             t = self._cache[sql] = translate(sql, self.keys)
         return t
 
-    def _run(self, out: PgCursor, sql: str, params: Any) -> None:
-        t = self._translated(sql)
+    def _call(self, work: Any, *, retry: bool = False, ends: bool = False) -> Any:
+        """``work(psycopg connection)`` under the lock, reconnecting as the class
+        docstring says. ``retry``: run it again once on a new connection if the old one
+        broke outside a transaction; ``ends``: a ``COMMIT`` or ``ROLLBACK``."""
         psycopg = _driver()
         with self._lock:
-            try:
-                cur = self._pg.cursor()
-                if t.kind == "noop":
-                    out._load(cur, None)
+            if self._lost:
+                if ends:
+                    self._lost = False
+                raise ConnectionLost(LOST_IN_TRANSACTION)
+            for attempt in range(2):
+                if self._pg.closed and not self.in_transaction:
+                    self._pg = self._open()
+                    self.reconnects += 1
+                try:
+                    return work(self._pg)
+                except psycopg.Error as exc:
+                    if not (isinstance(exc, psycopg.OperationalError) and self._pg.closed):
+                        raise _sqlite_error(exc) from exc
+                    if self.in_transaction:
+                        self.in_transaction = False
+                        self._lost = not ends
+                        raise ConnectionLost(
+                            "the connection to PostgreSQL was lost at COMMIT (server restart"
+                            " or terminated backend): the transaction may or may not have"
+                            " been committed; the next transaction reconnects" if ends
+                            else LOST_IN_TRANSACTION) from exc
+                    if not retry or attempt:
+                        raise ConnectionLost(
+                            "the connection to PostgreSQL was lost (server restart or"
+                            f" terminated backend: {_message(exc)}); the next statement"
+                            " reconnects") from exc
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def _run(self, out: PgCursor, sql: str, params: Any) -> None:
+        t = self._translated(sql)
+        low = sql.lstrip()[:8].lower()
+        if t.kind == "noop":
+            out._clear()
+            return
+        if t.kind == "begin":
+            self._call(lambda pg: self._begin(pg, out), retry=True)
+            return
+        ends = low.startswith(("commit", "rollback", "end"))
+        if ends and low.startswith("rollback"):
+            with self._lock:
+                if self._lost or self._pg.closed:  # the server rolled it back already
+                    self._lost = self.in_transaction = False
+                    out._clear()
                     return
-                if t.kind == "begin":
-                    cur.execute("BEGIN")
-                    self.in_transaction = True
-                    cur.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
-                    out._load(cur, None)
-                    out.description = None
-                    return
-                if t.kind == "set_version":
-                    cur.execute(t.sql, [t.value])
-                else:
-                    cur.execute(t.sql, list(params) if not isinstance(params, dict) else params)
-                low = sql.lstrip()[:8].lower()
-                if low.startswith(("commit", "rollback", "end")):
-                    self.in_transaction = False
-                elif low.startswith("begin"):
-                    self.in_transaction = True
-                out._load(cur, t.returning)
-            except psycopg.Error as exc:
-                raise _sqlite_error(exc) from exc
+
+        def work(pg: Any) -> None:
+            cur = pg.cursor()
+            if t.kind == "set_version":
+                cur.execute(t.sql, [t.value])
+            else:
+                cur.execute(t.sql, list(params) if not isinstance(params, dict) else params)
+            if ends:
+                self.in_transaction = False
+            elif low.startswith("begin"):
+                self.in_transaction = True
+            out._load(cur, t.returning)
+
+        self._call(work, retry=_is_read(t), ends=ends)
+
+    def _begin(self, pg: Any, out: PgCursor) -> None:
+        """``BEGIN`` and the write lock; on any failure no transaction is left open."""
+        psycopg = _driver()
+        cur = pg.cursor()
+        cur.execute("BEGIN")
+        try:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
+        except psycopg.Error:
+            if not pg.closed:
+                with contextlib.suppress(psycopg.Error):
+                    pg.execute("ROLLBACK")
+            raise
+        self.in_transaction = True
+        out._load(cur, None)
+        out.description = None
 
     def _run_many(self, out: PgCursor, sql: str, seq: Iterable[Sequence[Any]]) -> None:
         t = self._translated(sql)
-        psycopg = _driver()
         rows = [list(r) for r in seq]
         if not rows:
             return
         text = t.sql
         if t.returning is not None:  # executemany reports no row ids
             text = text[: text.rindex(" RETURNING ")]
-        with self._lock:
-            try:
-                self._pg.cursor().executemany(text, rows)
-            except psycopg.Error as exc:
-                raise _sqlite_error(exc) from exc
+        self._call(lambda pg: pg.cursor().executemany(text, rows))
 
     def raw(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run PostgreSQL's own SQL (no translation); the psycopg cursor."""
-        psycopg = _driver()
-        with self._lock:
-            try:
-                cur = self._pg.cursor()
-                cur.execute(sql, list(params) if params else None)
-                return cur
-            except psycopg.Error as exc:
-                raise _sqlite_error(exc) from exc
+
+        def work(pg: Any) -> Any:
+            cur = pg.cursor()
+            cur.execute(sql, list(params) if params else None)
+            return cur
+
+        return self._call(work, retry=_is_read(Translated(sql)))
 
     # ---- the sqlite3.Connection methods the store uses
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> PgCursor:
@@ -724,11 +831,11 @@ class PgConnection:
         return PgCursor(self)
 
     def commit(self) -> None:
-        if self.in_transaction:
+        if self.in_transaction or self._lost:
             self.execute("COMMIT")
 
     def rollback(self) -> None:
-        if self.in_transaction:
+        if self.in_transaction or self._lost:
             self.execute("ROLLBACK")
 
     def close(self) -> None:

@@ -69,6 +69,14 @@ class Cluster:
                          + (f" TEMPLATE {template}" if template else ""))
         return name
 
+    def restart(self) -> None:
+        """Restart the server (``pg_ctl restart -m fast``, its options kept): every
+        connection to it is dropped."""
+        subprocess.run(self._cmd(str(self.bin / "pg_ctl"), "-D", str(self.root / "data"),
+                                 "-m", "fast", "-l", str(self.root / "server.log"), "-w",
+                                 "-t", "60", "restart"),
+                       capture_output=True, timeout=120, check=True)
+
     def stop(self) -> None:
         subprocess.run(self._cmd(str(self.bin / "pg_ctl"), "-D", str(self.root / "data"),
                                  "-m", "immediate", "stop"), capture_output=True, timeout=60)
