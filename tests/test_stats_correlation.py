@@ -200,8 +200,44 @@ def test_kendall_fallback_for_many_rows_gives_the_same_resamples(monkeypatch) ->
     x, y = _data(2, 60, True)
     fast = correlations(x, y, n_boot=50, seed=1)
     monkeypatch.setattr(corr, "_KENDALL_MATRIX_MAX_ROWS", 0)
+    monkeypatch.setattr(corr, "_KENDALL_TABLE_CELLS_PER_ROW", 0)
     slow = correlations(x, y, n_boot=50, seed=1)
     pd.testing.assert_frame_equal(fast, slow, atol=1e-12)
+
+
+@pytest.mark.parametrize("levels", [(10, 28), (3, 2), (37, 40)])
+def test_kendall_on_the_contingency_table_equals_scipy_and_the_pair_matrix(levels) -> None:
+    """Ratings with few distinct values (a judge's 1-10 score against a mean of 3 humans):
+    the table count of concordant minus discordant pairs equals scipy's tau-b on each
+    expanded resample and the O(n^2) pair matrix, ties in x, in y and in both included."""
+    rng = np.random.default_rng(7)
+    n = 300
+    x = rng.integers(0, levels[0], n).astype(float)
+    y = np.round(x * levels[1] / levels[0] + rng.integers(-3, 4, n)).clip(0, levels[1])
+    w = rng.integers(0, 3, (40, n)).astype(float)
+    gx, gy = corr._groups(x), corr._groups(y)
+    table = corr._kendall_numerator_table(w, gx, gy)
+    assert table == pytest.approx(corr._kendall_numerator(w, x, y), abs=1e-6)
+    tx, ty = corr._group_totals(w, gx), corr._group_totals(w, gy)
+    tau = corr._w_kendall(w, x, y, tx, ty, np.ones(len(w), bool), gx, gy)
+    for b in range(0, len(w), 7):
+        rows = np.repeat(np.arange(n), w[b].astype(int))
+        assert tau[b] == pytest.approx(stats.kendalltau(x[rows], y[rows]).statistic, abs=1e-12)
+
+
+def test_kendall_table_is_used_beyond_the_pair_matrix_size() -> None:
+    """5,000 rows on a 1-10 scale: no per-resample scipy loop, the same distribution."""
+    rng = np.random.default_rng(3)
+    n = 5000
+    x = rng.integers(1, 11, n).astype(float)
+    y = (x + rng.integers(-2, 3, n)).clip(1, 10)
+    w = rng.integers(0, 3, (6, n)).astype(float)
+    gx, gy = corr._groups(x), corr._groups(y)
+    tx, ty = corr._group_totals(w, gx), corr._group_totals(w, gy)
+    tau = corr._w_kendall(w, x, y, tx, ty, np.ones(len(w), bool), gx, gy)
+    for b in range(len(w)):
+        rows = np.repeat(np.arange(n), w[b].astype(int))
+        assert tau[b] == pytest.approx(stats.kendalltau(x[rows], y[rows]).statistic, abs=1e-12)
 
 
 def test_cluster_bootstrap_keeps_items_together() -> None:

@@ -51,6 +51,9 @@ __all__ = [
 #: Above this many rows the vectorised O(B n^2) Kendall bootstrap gives way to one
 #: O(n log n) ``scipy.stats.kendalltau`` call per resample.
 _KENDALL_MATRIX_MAX_ROWS = 2000
+#: Up to this many cells of the (distinct x) x (distinct y) table per row, the Kendall
+#: bootstrap counts concordance on that table (rating scales: few distinct values).
+_KENDALL_TABLE_CELLS_PER_ROW = 8
 #: Elements per temporary (resamples x rows) block: bounds memory, not results.
 _BLOCK_ELEMENTS = 1 << 22
 
@@ -204,6 +207,32 @@ def _kendall_numerator(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarra
     return out
 
 
+def _kendall_numerator_table(w: np.ndarray, gx: _Groups, gy: _Groups) -> np.ndarray:
+    """The same ``2 (C - D)`` as :func:`_kendall_numerator`, from the weighted contingency
+    table of the distinct values: with ``N[a, b]`` the weight of the rows at the a-th x value
+    and b-th y value, ``C - D = sum_ab N[a, b] (N[<a, <b] - N[<a, >b])`` (Kendall 1945's
+    count of concordant minus discordant pairs, on the cross-tabulation as in Agresti,
+    *Analysis of Ordinal Categorical Data*, 2nd ed., sec. 7.1). O(B (n + cells)) instead of
+    O(B n^2): ratings on a 1-10 scale have few distinct values however many rows."""
+    ka, kb = int(gx.codes.max()) + 1, int(gy.codes.max()) + 1
+    cell = gx.codes * kb + gy.codes
+    order = np.argsort(cell, kind="stable")
+    present, starts = np.unique(cell[order], return_index=True)
+    out = np.empty(w.shape[0])
+    step = max(1, _BLOCK_ELEMENTS // max(ka * kb, 1))
+    for lo in range(0, w.shape[0], step):
+        wb = w[lo:lo + step]
+        table = np.zeros((wb.shape[0], ka * kb))
+        table[:, present] = np.add.reduceat(wb[:, order], starts, axis=1)
+        table = table.reshape(-1, ka, kb)
+        # above[:, a, :]: the rows at x values below the a-th; then split by y below / above
+        above = np.cumsum(table, axis=1) - table
+        below_y = np.cumsum(above, axis=2) - above
+        above_y = above.sum(axis=2, keepdims=True) - below_y - above
+        out[lo:lo + step] = 2.0 * (table * (below_y - above_y)).sum(axis=(1, 2))
+    return out
+
+
 def _w_kendall(
     w: np.ndarray,
     x: np.ndarray,
@@ -211,6 +240,8 @@ def _w_kendall(
     tx: np.ndarray,
     ty: np.ndarray,
     ok: np.ndarray,
+    gx: _Groups | None = None,
+    gy: _Groups | None = None,
 ) -> np.ndarray:
     """Kendall tau-b of each weighted resample (Kendall 1945; scipy's ``variant='b'``).
 
@@ -218,8 +249,12 @@ def _w_kendall(
     over tie groups; in terms of weights, n0 - n1 = (N^2 - sum T^2) / 2, copies of one row
     being tied with each other in both variables.
     """
-    if len(x) <= _KENDALL_MATRIX_MAX_ROWS:
-        num = _kendall_numerator(w, x, y)
+    gx = _groups(x) if gx is None else gx
+    gy = _groups(y) if gy is None else gy
+    table = len(gx.starts) * len(gy.starts) <= _KENDALL_TABLE_CELLS_PER_ROW * max(len(x), 64)
+    if table or len(x) <= _KENDALL_MATRIX_MAX_ROWS:
+        num = (_kendall_numerator_table(w, gx, gy) if table
+               else _kendall_numerator(w, x, y))
         total = w.sum(axis=1)
         den = np.sqrt((total**2 - (tx**2).sum(axis=1)) * (total**2 - (ty**2).sum(axis=1)))
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -366,7 +401,7 @@ def bootstrap_statistics(
                 rx, ry = _w_midranks(tx, gx), _w_midranks(ty, gy)
                 out[(k, "spearman")].append(_w_pearson(w, rx, ry, ok))
             if "kendall" in statistics:
-                out[(k, "kendall")].append(_w_kendall(w, x, y, tx, ty, ok))
+                out[(k, "kendall")].append(_w_kendall(w, x, y, tx, ty, ok, gx, gy))
         done += size
     return {key: (np.concatenate(v) if v else np.empty(0)) for key, v in out.items()}
 
