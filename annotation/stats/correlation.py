@@ -222,9 +222,9 @@ def _kendall_numerator_table(w: np.ndarray, gx: _Groups, gy: _Groups) -> np.ndar
     step = max(1, _BLOCK_ELEMENTS // max(ka * kb, 1))
     for lo in range(0, w.shape[0], step):
         wb = w[lo:lo + step]
-        table = np.zeros((wb.shape[0], ka * kb))
-        table[:, present] = np.add.reduceat(wb[:, order], starts, axis=1)
-        table = table.reshape(-1, ka, kb)
+        flat = np.zeros((wb.shape[0], ka * kb))
+        flat[:, present] = np.add.reduceat(wb[:, order], starts, axis=1)
+        table = flat.reshape(-1, ka, kb)
         # above[:, a, :]: the rows at x values below the a-th; then split by y below / above
         above = np.cumsum(table, axis=1) - table
         below_y = np.cumsum(above, axis=2) - above
