@@ -207,14 +207,23 @@ def _kendall_numerator(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarra
     return out
 
 
+def _concordance(table: np.ndarray) -> np.ndarray:
+    """``2 (C - D)`` of each weighted contingency table ``table`` (B, distinct x, distinct
+    y): ``C - D = sum_ab N[a, b] (N[<a, <b] - N[<a, >b])`` (Kendall 1945's count of
+    concordant minus discordant pairs, on the cross-tabulation as in Agresti, *Analysis of
+    Ordinal Categorical Data*, 2nd ed., sec. 7.1)."""
+    # above[:, a, b]: weight at y value b of the x values below the a-th
+    above = np.cumsum(table, axis=1) - table
+    below_y = np.cumsum(above, axis=2) - above
+    above_y = above.sum(axis=2, keepdims=True) - below_y - above
+    return 2.0 * (table * (below_y - above_y)).sum(axis=(1, 2))
+
+
 def _kendall_numerator_table(w: np.ndarray, gx: _Groups, gy: _Groups) -> np.ndarray:
     """The same ``2 (C - D)`` as :func:`_kendall_numerator`, from the weighted contingency
-    table of the distinct values: with ``N[a, b]`` the weight of the rows at the a-th x value
-    and b-th y value, ``C - D = sum_ab N[a, b] (N[<a, <b] - N[<a, >b])`` (Kendall 1945's
-    count of concordant minus discordant pairs, on the cross-tabulation as in Agresti,
-    *Analysis of Ordinal Categorical Data*, 2nd ed., sec. 7.1). O(B (n + cells)) instead of
-    O(B n^2): ratings on a 1-10 scale have few distinct values however many rows."""
-    ka, kb = int(gx.codes.max()) + 1, int(gy.codes.max()) + 1
+    table of the distinct values (:func:`_concordance`): O(B (n + cells)) instead of
+    O(B n^2); ratings on a 1-10 scale have few distinct values however many rows."""
+    ka, kb = len(gx.starts), len(gy.starts)
     cell = gx.codes * kb + gy.codes
     order = np.argsort(cell, kind="stable")
     present, starts = np.unique(cell[order], return_index=True)
@@ -224,12 +233,79 @@ def _kendall_numerator_table(w: np.ndarray, gx: _Groups, gy: _Groups) -> np.ndar
         wb = w[lo:lo + step]
         flat = np.zeros((wb.shape[0], ka * kb))
         flat[:, present] = np.add.reduceat(wb[:, order], starts, axis=1)
-        table = flat.reshape(-1, ka, kb)
-        # above[:, a, :]: the rows at x values below the a-th; then split by y below / above
-        above = np.cumsum(table, axis=1) - table
-        below_y = np.cumsum(above, axis=2) - above
-        above_y = above.sum(axis=2, keepdims=True) - below_y - above
-        out[lo:lo + step] = 2.0 * (table * (below_y - above_y)).sum(axis=(1, 2))
+        out[lo:lo + step] = _concordance(flat.reshape(-1, ka, kb))
+    return out
+
+
+@dataclass(frozen=True)
+class _Table:
+    """One (x, y) pair as a contingency table of its distinct values, for resamples of
+    clusters: ``incidence[k, c]`` = rows of cluster k in present cell c."""
+
+    ka: int
+    kb: int
+    present: np.ndarray  # flat cell index (a * kb + b) of each present cell
+    incidence: np.ndarray  # (n_items, len(present)) float
+    xv: np.ndarray  # standardized x at each distinct x value, ascending
+    yv: np.ndarray
+
+
+def _table_of(xs: np.ndarray, ys: np.ndarray, gx: _Groups, gy: _Groups,
+              codes: np.ndarray, n_items: int) -> _Table | None:
+    """The :class:`_Table` of a pair, or None when it would not be smaller than the rows
+    (many distinct values: continuous scores)."""
+    ka, kb = len(gx.starts), len(gy.starts)
+    if ka * kb > _KENDALL_TABLE_CELLS_PER_ROW * max(len(xs), 64):
+        return None
+    present, cell = np.unique(gx.codes * kb + gy.codes, return_inverse=True)
+    if n_items * len(present) > _BLOCK_ELEMENTS:
+        return None
+    incidence = np.zeros((n_items, len(present)))
+    np.add.at(incidence, (codes, cell.reshape(-1)), 1.0)
+    return _Table(ka, kb, present, incidence, xs[gx.order[gx.starts]], ys[gy.order[gy.starts]])
+
+
+def _table_pearson(table: np.ndarray, tx: np.ndarray, ty: np.ndarray, xv: np.ndarray,
+                   yv: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Pearson r of each resample from its contingency table (B, ka, kb), the margins
+    ``tx``, ``ty`` and the value of each distinct x and y (``(ka,)`` or per resample
+    ``(B, ka)``): the two-pass weighted r of :func:`_w_pearson`, summed by cell."""
+    total = tx.sum(axis=1)
+    dx = xv - ((tx * xv).sum(axis=1) / total)[:, None]
+    dy = yv - ((ty * yv).sum(axis=1) / total)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (np.einsum("bak,ba,bk->b", table, dx, dy)
+             / np.sqrt((tx * dx * dx).sum(axis=1) * (ty * dy * dy).sum(axis=1)))
+    r = np.clip(r, -1.0, 1.0)
+    r[~ok] = np.nan
+    return r
+
+
+def _table_statistics(t: _Table, counts: np.ndarray, statistics: Sequence[str]
+                      ) -> dict[str, np.ndarray]:
+    """Pearson, Spearman (Pearson of the resample's mid-ranks) and Kendall's tau-b of each
+    resample (``counts``: resamples x clusters) of a pair given as a :class:`_Table`; the
+    same statistics as the row-by-row path, in O(B (clusters + cells))."""
+    flat = np.zeros((counts.shape[0], t.ka * t.kb))
+    flat[:, t.present] = counts @ t.incidence
+    table = flat.reshape(-1, t.ka, t.kb)
+    tx, ty = table.sum(axis=2), table.sum(axis=1)
+    ok = ((tx > 0).sum(axis=1) >= 2) & ((ty > 0).sum(axis=1) >= 2)
+    out: dict[str, np.ndarray] = {}
+    if "pearson" in statistics:
+        out["pearson"] = _table_pearson(table, tx, ty, t.xv, t.yv, ok)
+    if "spearman" in statistics:
+        rx = np.cumsum(tx, axis=1) - tx + (tx + 1.0) / 2.0
+        ry = np.cumsum(ty, axis=1) - ty + (ty + 1.0) / 2.0
+        out["spearman"] = _table_pearson(table, tx, ty, rx, ry, ok)
+    if "kendall" in statistics:
+        total = tx.sum(axis=1)
+        den = np.sqrt((total**2 - (tx**2).sum(axis=1)) * (total**2 - (ty**2).sum(axis=1)))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tau = np.clip(_concordance(table) / den, -1.0, 1.0)
+        tau[~ok] = np.nan
+        out["kendall"] = tau
+    out["ok"] = ok
     return out
 
 
@@ -309,19 +385,24 @@ def fisher_z_studentized(counts: np.ndarray, m: _ClusterMoments
     per-cluster sums, one (resamples x clusters) array at a time.
     """
     c = counts.astype(float)
-    total = c @ m.n
-    mx, my = (c @ m.sx) / total, (c @ m.sy) / total
-    vx = (c @ m.sxx) / total - mx**2
-    vy = (c @ m.syy) / total - my**2
+    # t_k is linear in cluster k's sums M_k = (n, x, y, x^2, y^2, xy) with coefficients a of
+    # the resample, so sum_k c_k T_k^2 = a' (sum_k c_k M_k M_k') a: one (B x K) @ (K x 36)
+    # product instead of (B x K) arrays for every term
+    sums = np.stack([m.n, m.sx, m.sy, m.sxx, m.syy, m.sxy], axis=1)
+    gram = (c @ (sums[:, :, None] * sums[:, None, :]).reshape(len(m.n), 36)).reshape(-1, 6, 6)
+    total, sx, sy, sxx, syy, sxy = (c @ sums).T
+    mx, my = sx / total, sy / total
+    vx = sxx / total - mx**2
+    vy = syy / total - my**2
     with np.errstate(invalid="ignore", divide="ignore"):
         sd = np.sqrt(vx * vy)
-        r = ((c @ m.sxy) / total - mx * my) / sd
-        mx_, my_, vx_, vy_ = mx[:, None], my[:, None], vx[:, None], vy[:, None]
-        cross = (m.sxy - my_ * m.sx - mx_ * m.sy + m.n * mx_ * my_) / sd[:, None]
-        sq_x = (m.sxx - 2 * mx_ * m.sx + m.n * mx_**2) / vx_
-        sq_y = (m.syy - 2 * my_ * m.sy + m.n * my_**2) / vy_
-        t_k = cross - r[:, None] / 2 * (sq_x + sq_y)
-        var = (c * t_k**2).sum(axis=1) / total**2
+        r = (sxy / total - mx * my) / sd
+        half_x, half_y = r / (2 * vx), r / (2 * vy)
+        a = np.stack([mx * my / sd - half_x * mx**2 - half_y * my**2,  # n
+                      -my / sd + 2 * half_x * mx,  # x
+                      -mx / sd + 2 * half_y * my,  # y
+                      -half_x, -half_y, 1 / sd], axis=1)  # x^2, y^2, xy
+        var = np.maximum(np.einsum("bi,bij,bj->b", a, gram, a), 0.0) / total**2
         se_z = np.sqrt(var) / (1 - r**2)
     bad = ~np.isfinite(r) | (np.abs(r) >= 1) | ~(se_z > 0)
     return np.where(bad, np.nan, r), np.where(bad, np.nan, se_z)
@@ -376,11 +457,13 @@ def bootstrap_statistics(
     n = len(codes)
     prepared = []
     moments = []
+    tables: list[_Table | None] = []
     for x, y in pairs:
         gx, gy = _groups(x), _groups(y)
         prepared.append((_standardise(x), _standardise(y), gx, gy, x, y))
         moments.append(_cluster_moments(prepared[-1][0], prepared[-1][1], codes, n_items)
                        if "pearson_se" in statistics else None)
+        tables.append(_table_of(prepared[-1][0], prepared[-1][1], gx, gy, codes, n_items))
     chunk = max(1, _BLOCK_ELEMENTS // max(n, n_items, 1))
     done = 0
     while done < n_boot:
@@ -388,8 +471,20 @@ def bootstrap_statistics(
         draws = rng.integers(0, n_items, size=(size, n_items))
         offsets = draws + (np.arange(size) * n_items)[:, None]
         counts = np.bincount(offsets.ravel(), minlength=size * n_items).reshape(size, n_items)
-        w = counts[:, codes].astype(float)
+        w = None if all(tables) else counts[:, codes].astype(float)
         for k, (xs, ys, gx, gy, x, y) in enumerate(prepared):
+            table = tables[k]
+            if table is not None:  # few distinct values: every statistic from the table
+                found = _table_statistics(table, counts, statistics)
+                for stat in statistics:
+                    if stat == "pearson_se":
+                        se = fisher_z_studentized(counts, moments[k])[1]  # type: ignore[arg-type]
+                        out[(k, stat)].append(np.where(found["ok"], se, np.nan))
+                    else:
+                        out[(k, stat)].append(found[stat])
+                continue
+            if w is None:
+                w = counts[:, codes].astype(float)
             tx, ty = _group_totals(w, gx), _group_totals(w, gy)
             ok = ((tx > 0).sum(axis=1) >= 2) & ((ty > 0).sum(axis=1) >= 2)
             if "pearson" in statistics:
