@@ -465,3 +465,18 @@ def test_a_zip_member_the_file_system_cannot_take_is_refused(tmp_path, example_b
     problems = _refused(tmp_path / "p.db", archive)
     assert problems == [f"long.zip: images/{'a' * 293}...: cannot extract the member: "
                         "File name too long"]
+
+
+def test_judgments_share_one_string_per_output_judge_and_question(example_bundle):
+    """A full benchmark run repeats each output's id on every question of every judge:
+    the records hold one str object per distinct id (issue #18: an import's memory)."""
+    from annotation.formats.bundle import read_bundle_dir
+
+    project = read_bundle_dir(example_bundle)
+    by_value: dict[str, set[int]] = {}
+    for j in project.judgments:
+        for value in (j.judge, j.output_id, j.question_id, j.criterion, j.answer):
+            if value is not None:
+                by_value.setdefault(value, set()).add(id(value))
+    assert len(project.judgments) >= 5 and len(by_value) < 5 * len(project.judgments)
+    assert {v: ids for v, ids in by_value.items() if len(ids) > 1} == {}

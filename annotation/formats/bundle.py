@@ -720,6 +720,10 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
     name = "judgments.jsonl"
     append = project.judgments.append
     renamed = rd.renamed
+    # one str object per distinct judge, output and question id, not one per line: an
+    # output's id recurs on every question of every judge (a third of the records' memory)
+    shared: dict[str, str] = {}
+    one = shared.setdefault
     for number, obj in _jsonl(root, name, rd, required=False):
         judge, output_id, raw = obj.get("judge"), obj.get("output_id"), obj.get("raw")
         if (type(judge) is str and type(output_id) is str and judge and output_id
@@ -727,14 +731,16 @@ def _read_judgments(root: Path, rd: _Reader, project: ProjectData) -> None:
             qid, answer = obj.get("question_id"), obj.get("answer")
             if (type(qid) is str and (answer == "yes" or answer == "no")
                     and obj.keys() <= ANSWER_LINE_KEYS):
-                append(Judgment(judge, output_id, qid, None, answer, None, raw, "ok",
+                append(Judgment(one(judge, judge), one(output_id, output_id), one(qid, qid),
+                                None, "yes" if answer == "yes" else "no", None, raw, "ok",
                                 (name, number)))
                 continue
             crit, score = obj.get("criterion"), obj.get("score")
             if (type(crit) is str and (type(score) is int or type(score) is float)
                     and -MAX_NUMBER <= score <= MAX_NUMBER and obj.keys() <= SCORE_LINE_KEYS):
-                append(Judgment(judge, output_id, None, renamed.get(crit, crit), None,
-                                float(score), raw, "ok", (name, number)))
+                crit = renamed.get(crit, crit)
+                append(Judgment(one(judge, judge), one(output_id, output_id), None,
+                                one(crit, crit), None, float(score), raw, "ok", (name, number)))
                 continue
         where = (name, number)
         if pairs.is_answer(obj):  # a preference on a pair, an order of a ranking (#17)
