@@ -506,3 +506,28 @@ def test_bootstrap_from_the_table_equals_scipy_on_each_resample(monkeypatch) -> 
                                           statistics=names)
     for name in names:
         np.testing.assert_allclose(boot[(0, name)], rows_path[(0, name)], rtol=1e-11)
+
+
+@pytest.mark.parametrize("noise", [1e-2, 1e-4])
+def test_cluster_robust_se_near_r_of_one_keeps_its_digits(noise) -> None:
+    """Near-identical judge and human scores (r close to 1): the SE of atanh r still equals
+    the influence function written out per row; a quadratic form in the per-cluster sums
+    of squares would lose its digits there and even turn negative."""
+    from annotation.stats.correlation import (
+        _cluster_moments,
+        _standardise,
+        fisher_z_studentized,
+    )
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=201)
+    y = x + noise * rng.normal(size=201)
+    codes = np.repeat(np.arange(67), 3)
+    moments = _cluster_moments(_standardise(x), _standardise(y), codes, 67)
+    u, v = _standardise(x), _standardise(y)
+    r = (u * v).mean()
+    per_cluster = np.bincount(codes, weights=u * v - r * (u * u + v * v) / 2, minlength=67)
+    se = np.sqrt((per_cluster**2).sum()) / len(x) / (1 - r * r)
+    got_r, got_se = fisher_z_studentized(np.ones((1, 67)), moments)
+    assert got_r[0] == pytest.approx(r, rel=1e-12)
+    assert got_se[0] == pytest.approx(se, rel=1e-3 if noise < 1e-3 else 1e-8)

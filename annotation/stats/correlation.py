@@ -51,9 +51,10 @@ __all__ = [
 #: Above this many rows the vectorised O(B n^2) Kendall bootstrap gives way to one
 #: O(n log n) ``scipy.stats.kendalltau`` call per resample.
 _KENDALL_MATRIX_MAX_ROWS = 2000
-#: Up to this many cells of the (distinct x) x (distinct y) table per row, the Kendall
-#: bootstrap counts concordance on that table (rating scales: few distinct values).
-_KENDALL_TABLE_CELLS_PER_ROW = 8
+#: Up to this many cells of the (distinct x) x (distinct y) table per row, the bootstrap
+#: computes its statistics on that table (rating scales: few distinct values); at one cell
+#: per row the table is never larger than the rows it replaces.
+_KENDALL_TABLE_CELLS_PER_ROW = 1
 #: Elements per temporary (resamples x rows) block: bounds memory, not results.
 _BLOCK_ELEMENTS = 1 << 22
 
@@ -286,6 +287,11 @@ def _table_statistics(t: _Table, counts: np.ndarray, statistics: Sequence[str]
     """Pearson, Spearman (Pearson of the resample's mid-ranks) and Kendall's tau-b of each
     resample (``counts``: resamples x clusters) of a pair given as a :class:`_Table`; the
     same statistics as the row-by-row path, in O(B (clusters + cells))."""
+    step = max(1, _BLOCK_ELEMENTS // max(t.ka * t.kb, 1))
+    if counts.shape[0] > step:  # bounded (resamples x cells) blocks
+        parts = [_table_statistics(t, counts[lo:lo + step], statistics)
+                 for lo in range(0, counts.shape[0], step)]
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     flat = np.zeros((counts.shape[0], t.ka * t.kb))
     flat[:, t.present] = counts @ t.incidence
     table = flat.reshape(-1, t.ka, t.kb)
@@ -385,11 +391,11 @@ def fisher_z_studentized(counts: np.ndarray, m: _ClusterMoments
     per-cluster sums, one (resamples x clusters) array at a time.
     """
     c = counts.astype(float)
-    # t_k is linear in cluster k's sums M_k = (n, x, y, x^2, y^2, xy) with coefficients a of
-    # the resample, so sum_k c_k T_k^2 = a' (sum_k c_k M_k M_k') a: one (B x K) @ (K x 36)
-    # product instead of (B x K) arrays for every term
+    # t_k is linear in cluster k's sums M_k = (n, x, y, x^2, y^2, xy), with coefficients a
+    # of the resample: T = a @ M' is one (B x 6) @ (6 x K) product; each T_k is squared
+    # after its terms cancel (a quadratic form in sum_k c_k M_k M_k' would square the
+    # condition number: near r = 1 it loses every digit)
     sums = np.stack([m.n, m.sx, m.sy, m.sxx, m.syy, m.sxy], axis=1)
-    gram = (c @ (sums[:, :, None] * sums[:, None, :]).reshape(len(m.n), 36)).reshape(-1, 6, 6)
     total, sx, sy, sxx, syy, sxy = (c @ sums).T
     mx, my = sx / total, sy / total
     vx = sxx / total - mx**2
@@ -402,7 +408,8 @@ def fisher_z_studentized(counts: np.ndarray, m: _ClusterMoments
                       -my / sd + 2 * half_x * mx,  # x
                       -mx / sd + 2 * half_y * my,  # y
                       -half_x, -half_y, 1 / sd], axis=1)  # x^2, y^2, xy
-        var = np.maximum(np.einsum("bi,bij,bj->b", a, gram, a), 0.0) / total**2
+        t_k = a @ sums.T
+        var = (c * t_k * t_k).sum(axis=1) / total**2
         se_z = np.sqrt(var) / (1 - r**2)
     bad = ~np.isfinite(r) | (np.abs(r) >= 1) | ~(se_z > 0)
     return np.where(bad, np.nan, r), np.where(bad, np.nan, se_z)
