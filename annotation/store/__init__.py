@@ -739,6 +739,24 @@ class _DictRows:
         for row in cur.fetchall():
             yield dict(zip(names, row, strict=True))
 
+    def table_names(self) -> list[str]:
+        """The project's tables (sqlite-utils' ``table_names``; the schema-version table
+        of PostgreSQL, SQLite's ``user_version``, is none of them)."""
+        return self._names("BASE TABLE")
+
+    def view_names(self) -> list[str]:
+        """The project's views (sqlite-utils' ``view_names``)."""
+        return self._names("VIEW")
+
+    def _names(self, kind: str) -> list[str]:
+        from annotation.store.pg import VERSION_TABLE
+
+        rows = self._conn.raw(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema ="
+            " current_schema() AND table_type = %s AND table_name <> %s ORDER BY table_name",
+            [kind, VERSION_TABLE]).fetchall()
+        return [r[0] for r in rows]
+
 
 def _annotation_row(a: Annotation, created_at: str, source: str,
                     import_id: int | None) -> dict[str, Any]:
