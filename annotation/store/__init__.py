@@ -25,6 +25,7 @@ import getpass
 import json
 import operator
 import os
+import re
 import shutil
 import sqlite3
 import threading
@@ -171,6 +172,11 @@ class Store:
         """
         if isinstance(path, str) and pg.is_url(path):
             return cls._open_postgresql(path, migrate=migrate)
+        if re.match(r"(?i)postgres(?:ql)?:/", os.fspath(path)):
+            # a URL passed through Path() ("postgresql:/db?host=...") would silently become
+            # a new SQLite file under a folder named "postgresql:" in the working directory
+            raise ValueError("a postgresql:// URL turned into a file path (Path() drops a"
+                             " '/'): pass the URL as a string")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         _create_private_file(path)
