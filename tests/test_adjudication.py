@@ -39,12 +39,23 @@ from tests.helpers.conflict_fixture import open_task_as, write_conflict_bundle
 from tests.helpers.tree_fixture import write_tree_bundle
 
 
-@pytest.fixture
-def ties(tmp_path) -> Path:
-    db = tmp_path / "ties.db"
+def _tie_project(db: str | Path, tmp_path: Path) -> str | Path:
     with Store.open(db) as store:
         import_path(store, write_tie_bundle(tmp_path / "b"))
     return db
+
+
+@pytest.fixture
+def ties(tmp_path, engine_db: str) -> str:
+    """The tie bundle imported, on SQLite and on PostgreSQL (``engine_db``)."""
+    return _tie_project(engine_db, tmp_path)
+
+
+@pytest.fixture
+def ties_file(tmp_path) -> Path:
+    """The tie bundle in a SQLite file, for the page tests (the pages run on PostgreSQL in
+    tests/test_served.py; an AppTest per engine would add minutes here)."""
+    return _tie_project(tmp_path / "ties.db", tmp_path)
 
 
 def _decide_all(store: Store, who: str = "adj") -> None:
@@ -81,9 +92,9 @@ def test_pure_dispute_rules():
 
 
 @pytest.fixture
-def conflict_tie(tmp_path) -> tuple[Path, str, str]:
+def conflict_tie(tmp_path, engine_db: str) -> tuple[str, str, str]:
     """Two verifiers who submitted opposite verdicts on one conflict label of a task."""
-    db = tmp_path / "c.db"
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "b"))
         first = VerifySession(store, "ann1", {})
@@ -128,9 +139,9 @@ def _reviews_that_disagree(store: Store) -> None:
 
 
 @pytest.fixture
-def tree_dispute(tmp_path) -> Path:
+def tree_dispute(tmp_path, engine_db: str) -> str:
     """Two reviewers of the fixture tree who disagree on the origin of g|g1."""
-    db = tmp_path / "t.db"
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_tree_bundle(tmp_path / "b"))
         _reviews_that_disagree(store)
@@ -139,8 +150,8 @@ def tree_dispute(tmp_path) -> Path:
     return db
 
 
-def test_unsubmitted_reviews_are_no_dispute(tmp_path):
-    with Store.open(tmp_path / "t.db") as store:
+def test_unsubmitted_reviews_are_no_dispute(tmp_path, engine_db):
+    with Store.open(engine_db) as store:
         import_path(store, write_tree_bundle(tmp_path / "b"))
         _reviews_that_disagree(store)
         assert ad.tree_disputes(store) == []  # not submitted yet: work in progress
@@ -228,10 +239,25 @@ def test_a_stale_tab_decides_nothing(ties):
 
 
 def _failing_submissions(store: Store) -> None:
-    """A real failure at the submission step: a temporary trigger on the store's own
-    connection makes every insert into queue_submissions abort."""
+    """A real failure at the submission step: a trigger makes every insert into
+    queue_submissions abort (SQLite: a temporary one on the store's own connection;
+    PostgreSQL has no temporary triggers: one in this test's own database)."""
+    if store.engine == "postgresql":
+        store.conn.raw("CREATE FUNCTION refuse_submission_fn() RETURNS trigger LANGUAGE"
+                       " plpgsql AS $$ BEGIN RAISE EXCEPTION USING MESSAGE = 'disk gone',"
+                       " ERRCODE = '23000'; END $$")
+        store.conn.raw("CREATE TRIGGER refuse_submission BEFORE INSERT ON queue_submissions"
+                       " FOR EACH ROW EXECUTE FUNCTION refuse_submission_fn()")
+        return
     store.conn.execute("CREATE TEMP TRIGGER refuse_submission BEFORE INSERT ON"
                        " queue_submissions BEGIN SELECT RAISE(ABORT, 'disk gone'); END")
+
+
+def _submissions_work_again(store: Store) -> None:
+    if store.engine == "postgresql":
+        store.conn.raw("DROP TRIGGER refuse_submission ON queue_submissions")
+        return
+    store.conn.execute("DROP TRIGGER refuse_submission")
 
 
 def test_a_decision_and_its_submission_are_one_write(ties):
@@ -243,7 +269,7 @@ def test_a_decision_and_its_submission_are_one_write(ties):
         with pytest.raises(sqlite3.IntegrityError):
             ad.decide(store, "adj", unit, "yes", "looked", slot=True)
         assert decision_rows.decisions_df(store, history=True).empty
-        store.conn.execute("DROP TRIGGER refuse_submission")
+        _submissions_work_again(store)
         assert ad.ROUTER.next(store, "adj") == unit
         ad.decide(store, "adj", unit, "yes", "looked again", slot=True)
         assert len(decision_rows.decisions_df(store, history=True)) == 1
@@ -354,35 +380,35 @@ def test_migration_keeps_accounts_and_sessions(tmp_path):
 
 
 # ------------------------------------------------------------------ the page
-def test_an_annotator_cannot_open_the_page(ties, monkeypatch):
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(ties))
-    at = signed_in("adjudicate.py", "ann9", "annotator", db=ties)
+def test_an_annotator_cannot_open_the_page(ties_file, monkeypatch):
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(ties_file))
+    at = signed_in("adjudicate.py", "ann9", "annotator", db=ties_file)
     at.run()
     assert any("adjudicators and admins only" in e.value for e in at.error)
     assert not at.radio
 
 
-def test_an_adjudicator_cannot_open_admin_pages(ties, monkeypatch):
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(ties))
+def test_an_adjudicator_cannot_open_admin_pages(ties_file, monkeypatch):
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(ties_file))
     for page in ("analytics.py", "assignment.py", "import_data.py", "home.py",
                  "conflict_results.py", "tree_results.py"):
-        at = signed_in(page, "judy", "adjudicator", db=ties)
+        at = signed_in(page, "judy", "adjudicator", db=ties_file)
         at.run()
         assert any("admins only" in e.value for e in at.error), page
 
 
-def test_the_app_menu_of_an_adjudicator(ties, monkeypatch):
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(ties))
-    at = signed_in("app.py", "judy", "adjudicator", db=ties)
+def test_the_app_menu_of_an_adjudicator(ties_file, monkeypatch):
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(ties_file))
+    at = signed_in("app.py", "judy", "adjudicator", db=ties_file)
     at.run()
     assert not at.exception
     links = [getattr(p, "proto", p).label for p in at.get("page_link")]
     assert links == ["Adjudicate"]
 
 
-def test_the_page_decides_with_a_required_note(ties, monkeypatch):
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(ties))
-    at = signed_in("adjudicate.py", "judy", "adjudicator", db=ties)
+def test_the_page_decides_with_a_required_note(ties_file, monkeypatch):
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(ties_file))
+    at = signed_in("adjudicate.py", "judy", "adjudicator", db=ties_file)
     at.run()
     assert not at.exception
     text = " ".join(m.value for m in at.markdown).replace("\\", "")  # markdown escapes
@@ -393,14 +419,14 @@ def test_the_page_decides_with_a_required_note(ties, monkeypatch):
     at.button[0].click()  # Decide, without a note
     at.run()
     assert any("note" in w.value for w in at.warning)
-    with Store.open(ties) as store:
+    with Store.open(ties_file) as store:
         assert decision_rows.decisions_df(store).empty
     at.radio[0].set_value("no")
     at.text_input[0].input("the shirt is clearly striped")
     at.button[0].click()
     at.run()
     assert not at.exception
-    with Store.open(ties) as store:
+    with Store.open(ties_file) as store:
         rows = decision_rows.decisions_df(store)
         kind, item, target = ad.parse_unit(unit)
         assert rows[["item", "target", "decision", "note", "decided_by"]].values.tolist() == [
@@ -408,9 +434,9 @@ def test_the_page_decides_with_a_required_note(ties, monkeypatch):
     assert at.session_state["adjudicate"]["unit"] != unit  # the next dispute is open
 
 
-def test_an_admin_sets_names_shown(ties, monkeypatch):
-    monkeypatch.setenv("JUDGE_AUDIT_DB", str(ties))
-    at = signed_in("adjudicate.py", "boss", "admin", db=ties)
+def test_an_admin_sets_names_shown(ties_file, monkeypatch):
+    monkeypatch.setenv("JUDGE_AUDIT_DB", str(ties_file))
+    at = signed_in("adjudicate.py", "boss", "admin", db=ties_file)
     at.run()
     assert not at.exception
     assert at.caption[0].value == "Disputes: checklist question: 0 of 3 decided"
@@ -420,7 +446,7 @@ def test_an_admin_sets_names_shown(ties, monkeypatch):
     assert not at.exception
     text = " ".join(m.value for m in at.markdown).replace("\\", "")
     assert "ann_a" in text and "ann_b" in text
-    with Store.open(ties) as store:
+    with Store.open(ties_file) as store:
         assert ad.get_settings(store).show_names is True
 
 

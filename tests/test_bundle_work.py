@@ -37,10 +37,11 @@ TABLES = (
 )
 
 
-def _rows(db: Path, table: str, row_id: str, *, current: bool = False) -> list[dict]:
+def _rows(db: str | Path, table: str, row_id: str, *, current: bool = False) -> list[dict]:
     """Every row of ``table`` in row order, without its row id and import id, with
     ``supersedes`` given as the position (0, 1, ...) of the row it names."""
-    conn = sqlite3.connect(db)
+    store = Store.open(db, migrate=False)
+    conn = store.conn
     try:
         cur = conn.execute(f"SELECT * FROM {table} ORDER BY {row_id}")
         names = [d[0] for d in cur.description]
@@ -48,7 +49,7 @@ def _rows(db: Path, table: str, row_id: str, *, current: bool = False) -> list[d
         if current:
             live = {r[0] for r in conn.execute(f"SELECT {row_id} FROM current_{table}")}
     finally:
-        conn.close()
+        store.close()
     place = {r[row_id]: i for i, r in enumerate(rows)}
     out = []
     for r in rows:
@@ -63,20 +64,18 @@ def _rows(db: Path, table: str, row_id: str, *, current: bool = False) -> list[d
     return out
 
 
-def _human_work(db: Path) -> dict[str, list[dict]]:
+def _human_work(db: str | Path) -> dict[str, list[dict]]:
     work = {table: _rows(db, table, row_id) for table, row_id in TABLES}
     for table, row_id in TABLES[:5]:
         work[f"current_{table}"] = _rows(db, table, row_id, current=True)
     return work
 
 
-@pytest.fixture
-def worked(tmp_path) -> Path:
+def _do_work(db: str | Path, tmp_path: Path) -> str | Path:
     """A VIF-Bench conflict project and a TRACE-Bench tree in one database, with real work
     done through the workflows: a changed answer, a flag, submissions of every kind,
     visits with active time, readings and verdicts with a superseded one, an admin's
     resolution (changed once) and tree reviews with a superseded one."""
-    db = tmp_path / "a.db"
     with Store.open(db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "conflicts"))
         import_path(store, write_tree_bundle(tmp_path / "trees"))
@@ -121,6 +120,19 @@ def worked(tmp_path) -> Path:
         gold.mark(store, "admin", "c2/m", {}, {"visual_quality": 6.0})
         gold.mark(store, "admin", "c2/m", {}, {"visual_quality": 7.0}, note="sharper")
     return db
+
+
+@pytest.fixture
+def worked(tmp_path, engine_db: str) -> str:
+    """:func:`_do_work` on SQLite and on PostgreSQL (``engine_db``): the round trips."""
+    return str(_do_work(engine_db, tmp_path))
+
+
+@pytest.fixture
+def worked_file(tmp_path) -> Path:
+    """:func:`_do_work` in a SQLite file: the refusals (bundle validation, the same code
+    on either engine) and the raw-SQLite test below."""
+    return Path(_do_work(tmp_path / "a.db", tmp_path))
 
 
 def test_every_kind_of_human_work_is_in_the_fixture(worked):
@@ -249,8 +261,8 @@ def _first(path: Path, **match) -> int:
      "must not be empty"),
 ])
 def test_bad_lines_are_refused_at_their_field_and_nothing_is_written(
-        worked, tmp_path, file, match, changes, field, message):
-    out = _export(worked, tmp_path / "export")
+        worked_file, tmp_path, file, match, changes, field, message):
+    out = _export(worked_file, tmp_path / "export")
     number = _first(out / file, **match)
     _edit(out / file, number, **changes)
     b = tmp_path / "b.db"
@@ -264,8 +276,8 @@ def test_bad_lines_are_refused_at_their_field_and_nothing_is_written(
     assert all(not rows for rows in _human_work(b).values())
 
 
-def test_a_supersedes_cycle_is_refused(worked, tmp_path):
-    out = _export(worked, tmp_path / "export")
+def test_a_supersedes_cycle_is_refused(worked_file, tmp_path):
+    out = _export(worked_file, tmp_path / "export")
     path = out / "tree_reviews.jsonl"
     first = _first(path, supersedes=None, instance="g|g1")
     second = _first(path, instance="g|g1", supersedes=first)
@@ -280,9 +292,9 @@ def test_a_supersedes_cycle_is_refused(worked, tmp_path):
     ({"verifier": "ver2"}, "is another answer"),
     ({"supersedes": None}, "a second first answer"),
 ])
-def test_supersedes_must_name_the_current_answer_of_the_same_person(worked, tmp_path,
+def test_supersedes_must_name_the_current_answer_of_the_same_person(worked_file, tmp_path,
                                                                   changes, message):
-    out = _export(worked, tmp_path / "export")
+    out = _export(worked_file, tmp_path / "export")
     path = out / "conflict_verdicts.jsonl"
     number = _first(path, verifier="ver1", conflict="orientation", note="sure now")
     _edit(path, number, **changes)
@@ -292,8 +304,8 @@ def test_supersedes_must_name_the_current_answer_of_the_same_person(worked, tmp_
         refused.value.problems
 
 
-def test_a_history_that_differs_from_the_stored_one_is_refused(worked, tmp_path):
-    out = _export(worked, tmp_path / "export")
+def test_a_history_that_differs_from_the_stored_one_is_refused(worked_file, tmp_path):
+    out = _export(worked_file, tmp_path / "export")
     b = tmp_path / "b.db"
     with Store.open(b) as store:
         import_path(store, out)
@@ -308,9 +320,9 @@ def test_a_history_that_differs_from_the_stored_one_is_refused(worked, tmp_path)
     assert _human_work(b) == before
 
 
-def test_a_bundle_without_the_new_files_imports_as_before(worked, tmp_path):
+def test_a_bundle_without_the_new_files_imports_as_before(worked_file, tmp_path):
     """Bundles written before these files still import: answers count as submitted."""
-    out = _export(worked, tmp_path / "export")
+    out = _export(worked_file, tmp_path / "export")
     for name in ("prelabel_readings", "conflict_verdicts", "conflict_resolutions",
                  "tree_reviews", "flags", "submissions", "visits"):
         (out / f"{name}.jsonl").unlink()
@@ -318,11 +330,11 @@ def test_a_bundle_without_the_new_files_imports_as_before(worked, tmp_path):
     with Store.open(b) as store:
         import_path(store, out)
         assert wf.is_submitted(store, "ann2", "c2/m")
-    assert _human_work(b)["annotations"] == _human_work(worked)["annotations"]
+    assert _human_work(b)["annotations"] == _human_work(worked_file)["annotations"]
 
 
-def test_export_folder_leftovers_are_replaced(worked, tmp_path):
-    out = _export(worked, tmp_path / "export")
+def test_export_folder_leftovers_are_replaced(worked_file, tmp_path):
+    out = _export(worked_file, tmp_path / "export")
     assert (out / "flags.jsonl").is_file()
     b = tmp_path / "b.db"
     with Store.open(b) as store:
@@ -330,10 +342,11 @@ def test_export_folder_leftovers_are_replaced(worked, tmp_path):
     assert not (out / "flags.jsonl").exists()
 
 
-def test_a_stored_time_in_another_spelling_is_the_same_time(worked, tmp_path):
+def test_a_stored_time_in_another_spelling_is_the_same_time(worked_file, tmp_path):
     """Rows written by older versions may spell their time otherwise (no microseconds, a
     zone other than UTC): re-importing their export is still idempotent."""
-    conn = sqlite3.connect(worked)
+    # SQLite only: a raw sqlite3 connection writes the row as an older version left it
+    conn = sqlite3.connect(worked_file)
     with conn:
         conn.execute("INSERT INTO conflict_verdicts (verifier, task_id, conflict, automatic,"
                      " agrees, label, note, blind, created_at, source) VALUES ('ver3', 'c2',"
@@ -342,9 +355,9 @@ def test_a_stored_time_in_another_spelling_is_the_same_time(worked, tmp_path):
                      " active_seconds) VALUES ('verify', 'ver3', 'c2', '2026-11-02T10:00:00',"
                      " 4)")
     conn.close()
-    out = _export(worked, tmp_path / "export")
-    before = _human_work(worked)
-    with Store.open(worked) as store:
+    out = _export(worked_file, tmp_path / "export")
+    before = _human_work(worked_file)
+    with Store.open(worked_file) as store:
         summary = import_path(store, out)
     assert not {k: v for k, v in summary.written.items() if v}
-    assert _human_work(worked) == before
+    assert _human_work(worked_file) == before

@@ -1,5 +1,6 @@
 """Annotating pairs and rankings (issue #17, *Compare outputs*): the workflow on a real
-SQLite file, the deliveries of the answer panel, and what the panel is told (blind)."""
+SQLite file and on PostgreSQL, the deliveries of the answer panel, and what the panel is
+told (blind)."""
 
 from __future__ import annotations
 
@@ -25,12 +26,13 @@ from tests.helpers.exposure import leaks, secrets_of
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return compare_db(tmp_path)
+def db(tmp_path: Path, engine_db: str) -> str:
+    """The compare project, on SQLite and on PostgreSQL (``engine_db``, tests/conftest.py)."""
+    return str(compare_db(tmp_path, engine_db))
 
 
 @pytest.fixture
-def store(db: Path) -> Iterator[Store]:
+def store(db: str) -> Iterator[Store]:
     with Store.open(db) as s:
         yield s
 

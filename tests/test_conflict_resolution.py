@@ -43,9 +43,10 @@ def test_a_decision_settles_a_tie_and_keeps_what_the_votes_said():
 
 
 @pytest.fixture
-def tied(tmp_path) -> tuple[Path, str, str]:
-    """Two verifiers who submitted opposite verdicts on one conflict label of a task."""
-    db = tmp_path / "p.db"
+def tied(tmp_path, engine_db: str) -> tuple[str, str, str]:
+    """Two verifiers who submitted opposite verdicts on one conflict label of a task, on
+    SQLite and on PostgreSQL (``engine_db``, tests/conftest.py)."""
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "b"))
         first = VerifySession(store, "ann1", {})

@@ -35,15 +35,16 @@ class Clock:
 
 
 @pytest.fixture
-def demo(tmp_path, make_demo_db) -> Store:
-    store = Store.open(make_demo_db(tmp_path / "demo.db"))
+def demo(engine_demo: str) -> Store:
+    """The demo project, on SQLite and on PostgreSQL (``engine_demo``, tests/conftest.py)."""
+    store = Store.open(engine_demo)
     yield store
     store.close()
 
 
 @pytest.fixture
-def trees(tmp_path) -> Store:
-    store = Store.open(tmp_path / "trees.db")
+def trees(tmp_path, engine_db: str) -> Store:
+    store = Store.open(engine_db)
     import_path(store, write_tree_bundle(tmp_path / "tb"))
     yield store
     store.close()
@@ -182,8 +183,14 @@ def test_the_old_queue_names_are_read_only_views(demo):
     assert not set(schema.COMPAT_VIEWS) & set(demo.db.table_names())
     assert demo.conn.execute("SELECT count(*) FROM reservations WHERE annotator = 'alice'"
                              ).fetchone()[0] == 1
-    with pytest.raises(sqlite3.OperationalError):
+    # PostgreSQL would write a simple view through to queue_reservations: refused there too
+    with pytest.raises(sqlite3.OperationalError, match="cannot modify reservations"):
         demo.conn.execute("DELETE FROM reservations")
+    with pytest.raises(sqlite3.OperationalError, match="cannot modify reservations"):
+        demo.conn.execute("UPDATE reservations SET expires_at = reserved_at")
+    with pytest.raises(sqlite3.OperationalError, match="cannot modify reservations"):
+        demo.conn.execute("INSERT INTO reservations VALUES ('x', 'bob', 'a', 'b')")
+    assert len(queues.reservations_df(demo, "alice")) == 1
 
 
 # ------------------------------------------------------------------------ active time
@@ -229,7 +236,7 @@ def test_a_sign_out_releases_the_persons_reservations(demo):
 
 def test_a_sign_out_request_releases_the_persons_reservations(demo, monkeypatch):
     """``POST /_ja/signout`` (:func:`annotation.ui.web_session.revoke_token`) too."""
-    monkeypatch.setenv(app_state.ENV_DB, str(demo.path))
+    monkeypatch.setenv(app_state.ENV_DB, demo.location)
     state: dict = {}
     sign_in(state, User("alice", "annotator"), demo)
     assert tr.next_tree(demo, "alice") is not None

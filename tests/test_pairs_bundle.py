@@ -22,9 +22,10 @@ TABLES = {"pairs": "rowid", "rankings": "rowid", "pair_judgments": "pair_judgmen
           "ranking_annotations": "ranking_annotation_id"}
 
 
-def _content(db: Path) -> dict[str, list[tuple]]:
+def _content(db: str | Path) -> dict[str, list[tuple]]:
     """Every row of the pair tables without row ids, import ids and import sources."""
-    conn = sqlite3.connect(db)
+    store = Store.open(db, migrate=False)
+    conn = store.conn
     try:
         out = {}
         for table, order in TABLES.items():
@@ -46,15 +47,25 @@ def _content(db: Path) -> dict[str, list[tuple]]:
             out[table] = rows
         return out
     finally:
-        conn.close()
+        store.close()
 
 
-@pytest.fixture
-def imported(tmp_path) -> Path:
-    db = tmp_path / "a.db"
+def _imported(db: str | Path, tmp_path: Path) -> str | Path:
     with Store.open(db) as store:
         import_path(store, pair_bundle(tmp_path / "bundle"))
     return db
+
+
+@pytest.fixture
+def imported(tmp_path, engine_db: str) -> str:
+    """The pair bundle imported, on SQLite and on PostgreSQL (``engine_db``)."""
+    return str(_imported(engine_db, tmp_path))
+
+
+@pytest.fixture
+def imported_file(tmp_path) -> Path:
+    """The pair bundle imported into a SQLite file (``backup`` copies a file)."""
+    return Path(_imported(tmp_path / "a.db", tmp_path))
 
 
 def test_import_stores_pairs_rankings_and_answers(imported):
@@ -82,13 +93,14 @@ def test_import_stores_pairs_rankings_and_answers(imported):
 
 
 def test_human_pair_answers_are_append_only(imported):
-    conn = sqlite3.connect(imported)
+    store = Store.open(imported)
+    conn = store.conn
     for table in ("pair_annotations", "ranking_annotations"):
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             conn.execute(f"UPDATE {table} SET note = 'x'")
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             conn.execute(f"DELETE FROM {table}")
-    conn.close()
+    store.close()
 
 
 def test_export_then_import_reproduces_everything(imported, tmp_path):
@@ -248,10 +260,10 @@ def test_a_schema_before_pairs_migrates_with_its_data(tmp_path, monkeypatch):
     assert set(TABLES) | {"current_pair_annotations", "current_ranking_annotations"} <= tables
 
 
-def test_a_backup_counts_the_human_answers_on_pairs_and_rankings(imported, tmp_path):
+def test_a_backup_counts_the_human_answers_on_pairs_and_rankings(imported_file, tmp_path):
     from annotation.store.backup import backup
 
-    summary = backup(imported, tmp_path / "copy.db")
+    summary = backup(imported_file, tmp_path / "copy.db")
     assert summary.counts["pair_annotations"] == 2 * len(PAIRS) + 1
     assert summary.counts["ranking_annotations"] == 8
     assert "pair_annotations 27" in summary.text()

@@ -86,6 +86,17 @@ def test_urls_select_postgresql_and_keep_their_media_folder(tmp_path: Path) -> N
     assert pg.redacted("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
 
 
+def test_a_url_turned_into_a_path_is_refused(tmp_path: Path, monkeypatch) -> None:
+    """``Path(url)`` collapses ``//``: it used to open a new SQLite file under a folder
+    ``postgresql:`` of the working directory (the tests' stray files did exactly that)."""
+    monkeypatch.chdir(tmp_path)
+    for url in ("postgresql:///study?host=/tmp&user=ja", "postgres://u:secret@h/db"):
+        with pytest.raises(ValueError, match="URL turned into a file path") as err:
+            Store.open(Path(url))
+        assert "secret" not in str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 # ----------------------------------------------------------------------- the schema
 def _sqlite_columns(path: Path) -> dict[str, list[str]]:
     conn = sqlite3.connect(path)

@@ -55,7 +55,7 @@ def _ago(**delta: float) -> str:
     return (datetime.now(UTC) - timedelta(**delta)).isoformat(timespec="microseconds")
 
 
-def add_accounts(db: Path) -> None:
+def add_accounts(db: str | Path) -> None:
     """``ann-a`` (annotator), ``boss`` and ``boss2`` (admins: boss can be demoted)."""
     for name, role in (("ann-a", "annotator"), ("boss", "admin"), ("boss2", "admin")):
         ensure_account(db, name, role)
@@ -72,10 +72,10 @@ def project(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def fresh(tmp_path, monkeypatch) -> Path:
+def fresh(tmp_path, monkeypatch, engine_db: str) -> str:
     """The same project without imported answers, restricted to one output: every stale-tab
-    race is about that one item."""
-    db = tmp_path / "fresh.db"
+    race is about that one item. On SQLite and on PostgreSQL (``engine_db``)."""
+    db = engine_db
     bundle = write_secret_bundle(tmp_path / "bundle")
     (bundle / "annotations.jsonl").unlink()
     with Store.open(db) as store:
@@ -86,13 +86,26 @@ def fresh(tmp_path, monkeypatch) -> Path:
     return db
 
 
-@pytest.fixture
-def verify_db(tmp_path, monkeypatch) -> Path:
-    db = tmp_path / "verify.db"
+def _verify_project(db: str | Path, tmp_path: Path, monkeypatch) -> str | Path:
     with Store.open(db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "bundle"))
     add_accounts(db)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
+    return db
+
+
+@pytest.fixture
+def verify_db(tmp_path, monkeypatch) -> Path:
+    return Path(_verify_project(tmp_path / "verify.db", tmp_path, monkeypatch))
+
+
+@pytest.fixture
+def verify_engine_db(tmp_path, monkeypatch, engine_db: str) -> str:
+    """:func:`verify_db` on SQLite and on PostgreSQL (``engine_db``), with the tree bundle
+    imported too: the stale tabs of verification and tree review in one project."""
+    db = str(_verify_project(engine_db, tmp_path, monkeypatch))
+    with Store.open(db) as store:
+        import_path(store, write_tree_bundle(tmp_path / "tb"))
     return db
 
 
@@ -113,7 +126,7 @@ CHANGES = [("ann-a", "disable"), ("boss", "demote"), ("ann-a", "expire")]
 
 def page_as(page: str, name: str) -> AppTest:
     """``page`` in a new browser session where ``name`` (with its role) is signed in."""
-    with Store.open(Path(os.environ["JUDGE_AUDIT_DB"])) as store:
+    with Store.open(os.environ["JUDGE_AUDIT_DB"]) as store:
         account = auth.get_user(store, name)
     at = signed_in(str(ROOT / page), name, account.role)
     return at
@@ -583,8 +596,8 @@ def test_two_tabs_in_the_app(fresh):
     assert panel.spec(two)["targets"][target]["value"] == "yes"  # so does tab two's page
 
 
-def test_verification_and_trees_refuse_a_stale_tab_too(verify_db, tmp_path):
-    with Store.open(verify_db) as store:
+def test_verification_and_trees_refuse_a_stale_tab_too(verify_engine_db):
+    with Store.open(verify_engine_db) as store:
         vf.set_settings(store, "boss", overlap=1)
         a = vf_session(store, "ann-a")
         task = a.task_id
@@ -609,9 +622,7 @@ def test_verification_and_trees_refuse_a_stale_tab_too(verify_db, tmp_path):
         assert store.conn.execute("SELECT count(*) FROM verify_submissions WHERE task_id = ?",
                                   [task]).fetchone()[0] == 1
         assert a.state["notice"] and a.task_id != task
-    tdb = tmp_path / "t.db"
-    with Store.open(tdb) as store:
-        import_path(store, write_tree_bundle(tmp_path / "tb"))
+    with Store.open(verify_engine_db) as store:
         r1 = tr.TreeSession(store, "r1", {})
         unit = r1.output_id
         store.conn.execute("UPDATE queue_reservations SET expires_at = ? WHERE kind = 'trees'",

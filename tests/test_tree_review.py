@@ -138,7 +138,7 @@ def test_review_table_like_the_paper(tdb):
 
 # ------------------------------------------------------------------ the page
 def review_as(name: str) -> AppTest:
-    ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), name)
+    ensure_account(os.environ["JUDGE_AUDIT_DB"], name)
     at = signed_in(PAGE, name)
     return at.run()
 

@@ -162,7 +162,7 @@ def test_submit_requires_every_reading_and_verdict(vdb):
 
 # ------------------------------------------------------------------ the page
 def verify_as(name: str) -> AppTest:
-    ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), name)
+    ensure_account(os.environ["JUDGE_AUDIT_DB"], name)
     at = signed_in(PAGE, name)
     return at.run()
 

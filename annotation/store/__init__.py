@@ -25,6 +25,7 @@ import getpass
 import json
 import operator
 import os
+import re
 import shutil
 import sqlite3
 import threading
@@ -171,6 +172,11 @@ class Store:
         """
         if isinstance(path, str) and pg.is_url(path):
             return cls._open_postgresql(path, migrate=migrate)
+        if re.match(r"(?i)postgres(?:ql)?:/", os.fspath(path)):
+            # a URL passed through Path() ("postgresql:/db?host=...") would silently become
+            # a new SQLite file under a folder named "postgresql:" in the working directory
+            raise ValueError("a postgresql:// URL turned into a file path (Path() drops a"
+                             " '/'): pass the URL as a string")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         _create_private_file(path)
@@ -738,6 +744,24 @@ class _DictRows:
         names = [d[0] for d in cur.description]
         for row in cur.fetchall():
             yield dict(zip(names, row, strict=True))
+
+    def table_names(self) -> list[str]:
+        """The project's tables (sqlite-utils' ``table_names``; the schema-version table
+        of PostgreSQL, SQLite's ``user_version``, is none of them)."""
+        return self._names("BASE TABLE")
+
+    def view_names(self) -> list[str]:
+        """The project's views (sqlite-utils' ``view_names``)."""
+        return self._names("VIEW")
+
+    def _names(self, kind: str) -> list[str]:
+        from annotation.store.pg import VERSION_TABLE
+
+        rows = self._conn.raw(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema ="
+            " current_schema() AND table_type = %s AND table_name <> %s ORDER BY table_name",
+            [kind, VERSION_TABLE]).fetchall()
+        return [r[0] for r in rows]
 
 
 def _annotation_row(a: Annotation, created_at: str, source: str,

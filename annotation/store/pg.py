@@ -31,7 +31,8 @@ append-only refusal is an :class:`sqlite3.IntegrityError`), so callers have one 
 
 The schema (:func:`schema_statements`) is the SQLite schema the migrations build, read back
 from an in-memory SQLite database and translated: the same tables, columns, indexes, views
-and append-only guarantees (plpgsql triggers refusing UPDATE, DELETE and TRUNCATE).
+and append-only guarantees (plpgsql triggers refusing UPDATE, DELETE and TRUNCATE; every view
+read-only, as in SQLite).
 """
 
 from __future__ import annotations
@@ -474,6 +475,21 @@ _BOOLEAN_SQL = (
 )
 
 
+def _view_sql(name: str, sql: str) -> list[str]:
+    """A view, read-only as SQLite's views are: PostgreSQL would write a simple view's
+    rows through to its table (``DELETE FROM reservations`` emptying the queue), so every
+    view gets a trigger refusing INSERT, UPDATE and DELETE with SQLite's message (raised
+    per row: a statement that matches no row changes nothing and says nothing)."""
+    msg = "'cannot modify " + name + " because it is a view'"
+    return [
+        translate(sql, {}, ddl=False).sql.replace("%%", "%"),
+        f"CREATE FUNCTION {name}_read_only_fn() RETURNS trigger LANGUAGE plpgsql AS $body$\n"
+        f"BEGIN\n  RAISE EXCEPTION USING MESSAGE = {msg}, ERRCODE = '42809';\nEND\n$body$",
+        f"CREATE TRIGGER {name}_read_only INSTEAD OF INSERT OR UPDATE OR DELETE ON {name}"
+        f" FOR EACH ROW EXECUTE FUNCTION {name}_read_only_fn()",
+    ]
+
+
 def schema_statements(version: int) -> list[str]:
     """The PostgreSQL statements that build the schema of ``MIGRATIONS[:version]``."""
     keys = integer_keys(version)
@@ -485,6 +501,8 @@ def schema_statements(version: int) -> list[str]:
             out.append(_table_sql(sql, keys.get(name.lower())))
         elif kind == "trigger":
             out.extend(_trigger_sql(name, sql))
+        elif kind == "view":
+            out.extend(_view_sql(name, sql))
         else:
             stmt = translate(sql, {}, ddl=False).sql.replace("%%", "%")
             out.append(stmt)
@@ -550,6 +568,9 @@ def _add_missing(conn: PgConnection, version: int, target: int) -> None:
             conn.raw(_table_sql(sql, keys.get(name.lower())))
         elif kind == "trigger":
             for statement in _trigger_sql(name, sql):
+                conn.raw(statement)
+        elif kind == "view":
+            for statement in _view_sql(name, sql):
                 conn.raw(statement)
         else:
             conn.raw(translate(sql, {}).sql.replace("%%", "%"))

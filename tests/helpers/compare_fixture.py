@@ -37,22 +37,23 @@ def compare_bundle(root: Path, *, rankings_only: bool = False) -> Path:
     return root
 
 
-def compare_db(folder: Path, **kwargs: bool) -> Path:
-    """A project database at ``folder/compare.db`` with :func:`compare_bundle` imported."""
-    db = folder / "compare.db"
+def compare_db(folder: Path, db: str | Path | None = None, **kwargs: bool) -> str | Path:
+    """A project database at ``db`` (a path or a PostgreSQL URL; default
+    ``folder/compare.db``) with :func:`compare_bundle` imported."""
+    db = folder / "compare.db" if db is None else db
     with Store.open(db) as store:
         import_path(store, compare_bundle(folder / "bundle", **kwargs))
     return db
 
 
-def pair_and_ranking_ids(db: Path) -> list[str]:
+def pair_and_ranking_ids(db: str | Path) -> list[str]:
     """Every pair and ranking id (they can name generators: never sent to a browser)."""
     with Store.open(db) as store:
         return [r[0] for r in store.conn.execute(
             "SELECT pair_id FROM pairs UNION ALL SELECT ranking_id FROM rankings")]
 
 
-def outputs_of_ranking(db: Path, ranking_id: str) -> list[str]:
+def outputs_of_ranking(db: str | Path, ranking_id: str) -> list[str]:
     with Store.open(db) as store:
         row = store.conn.execute("SELECT outputs FROM rankings WHERE ranking_id = ?",
                                  [ranking_id]).fetchone()
