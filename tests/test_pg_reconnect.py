@@ -141,3 +141,28 @@ def test_one_connection_per_browser_session(make_pg_demo, pg_cluster,
     sessions[0].run(timeout=120)
     assert not sessions[0].exception, sessions[0].exception
     assert _connections(pg_cluster, url) == 3
+
+
+def test_a_raw_transaction_is_not_continued_outside_its_snapshot(pg_cluster,
+                                                                 pg_url: str) -> None:
+    """``raw("BEGIN ...")`` (the backup's and the check's snapshot) is a transaction too: a
+    connection lost inside it fails the next statement instead of answering it from a new
+    connection outside the snapshot; ROLLBACK then ends it and the store works again."""
+    with Store.open(pg_url) as store:
+        _add(store, "first")
+        conn = store.conn
+        conn.raw("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")  # type: ignore[attr-defined]
+        assert conn.raw("SELECT count(*) FROM annotators").fetchone()[0] == 1  # type: ignore[attr-defined]
+        with Store.open(pg_url) as other:
+            _add(other, "second")
+        _terminate(pg_cluster, store)
+        with pytest.raises(pg.ConnectionLost):
+            conn.raw("SELECT count(*) FROM annotators")  # type: ignore[attr-defined]
+        conn.raw("ROLLBACK")  # type: ignore[attr-defined]
+        assert conn.raw("SELECT count(*) FROM annotators").fetchone()[0] == 2  # type: ignore[attr-defined]
+
+
+def test_a_url_password_in_the_query_is_redacted() -> None:
+    shown = pg.redacted("postgresql://ja@db/study?password=s3cret&sslpassword=k3y&media=/m")
+    assert "s3cret" not in shown and "k3y" not in shown and "media=/m" in shown
+    assert pg.redacted("postgresql://ja:s3cret@db/study") == "postgresql://ja:***@db/study"

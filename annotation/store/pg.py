@@ -101,7 +101,8 @@ def redacted(location: str | os.PathLike[str]) -> str:
     text = str(location)
     if not is_url(text):
         return text
-    return re.sub(r"^(\w+://[^/:@]*):[^/@]*@", r"\1:***@", text)
+    text = re.sub(r"^(\w+://[^/:@]*):[^/@]*@", r"\1:***@", text)
+    return re.sub(r"([?&](?:ssl)?password=)[^&]*", r"\1***", text)
 
 
 def _driver() -> Any:
@@ -585,6 +586,14 @@ _WRITES = re.compile(r"\b(insert|update|delete|merge|truncate|nextval|setval|pg_
                      re.IGNORECASE)
 
 
+def _ends_transaction(sql: str) -> bool:
+    """``COMMIT``, ``END`` or ``ROLLBACK`` (not ``ROLLBACK TO SAVEPOINT``, which does not)."""
+    low = " ".join(sql.lower().split())
+    return low.startswith(("commit", "end")) or (
+        low.startswith("rollback") and not low.startswith(("rollback to", "rollback work to",
+                                                          "rollback transaction to")))
+
+
 def _is_read(t: Translated) -> bool:
     """Whether ``t`` only reads (so may run again on a new connection)."""
     if t.kind == "version":
@@ -783,7 +792,7 @@ class PgConnection:
         if t.kind == "begin":
             self._call(lambda pg: self._begin(pg, out), retry=True)
             return
-        ends = low.startswith(("commit", "rollback", "end"))
+        ends = _ends_transaction(sql)
         if ends and low.startswith("rollback"):
             with self._lock:
                 if self._lost or self._pg.closed:  # the server rolled it back already
@@ -832,14 +841,29 @@ class PgConnection:
         self._call(lambda pg: pg.cursor().executemany(text, rows))
 
     def raw(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """Run PostgreSQL's own SQL (no translation); the psycopg cursor."""
+        """Run PostgreSQL's own SQL (no translation); the psycopg cursor. A ``BEGIN`` /
+        ``START TRANSACTION`` here opens a transaction as the store's own does: a
+        connection lost inside it fails its statements (a snapshot is never continued on a
+        new connection), and ``COMMIT`` / ``ROLLBACK`` end it."""
+        low = sql.lstrip().lower()
+        begins = low.startswith(("begin", "start transaction"))
+        ends = _ends_transaction(sql)
 
         def work(pg: Any) -> Any:
             cur = pg.cursor()
             cur.execute(sql, list(params) if params else None)
+            if begins:
+                self.in_transaction = True
+            elif ends:
+                self.in_transaction = False
             return cur
 
-        return self._call(work, retry=_is_read(Translated(sql)))
+        if ends and low.startswith("rollback"):
+            with self._lock:
+                if self._lost or self._pg.closed:  # the server rolled it back already
+                    self._lost = self.in_transaction = False
+                    return None
+        return self._call(work, retry=begins or _is_read(Translated(sql)), ends=ends)
 
     # ---- the sqlite3.Connection methods the store uses
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> PgCursor:

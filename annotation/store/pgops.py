@@ -36,6 +36,7 @@ in the URL reaches them through ``PGPASSWORD``, never their command line.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -157,7 +158,8 @@ def backup(url: str, out_path: str | os.PathLike[str]) -> BackupSummary:
         os.close(fd)
         _run([str(dump), "--format=custom", f"--snapshot={snapshot}", f"--file={part}",
               f"--dbname={conninfo}"], env)
-        conn.raw("COMMIT")
+        with contextlib.suppress(pg.ConnectionLost):  # read only: the dump is whole
+            conn.raw("COMMIT")
         _run([str(tool("pg_restore")), "--list", str(part)])  # the archive reads back
         _fsync(part)
         os.replace(part, out)
@@ -189,7 +191,7 @@ def _copy_rows(text: str, table: str) -> list[dict[str, str | None]]:
 def _archive_contents(src: Path) -> tuple[int, list[tuple[str, str, int]]]:
     """(schema version, image files) of the archive ``src``, read without a server."""
     done = _run([str(tool("pg_restore")), "--data-only", f"--table={pg.VERSION_TABLE}",
-                 "--table=files", "--file=-", str(src)])
+                 "--table=files", "--file=-", str(src.resolve())])
     text = done.stdout.decode("utf-8", errors="replace")
     versions = _copy_rows(text, pg.VERSION_TABLE)
     if not versions or versions[0].get("version") is None:
@@ -266,7 +268,7 @@ def restore(backup_path: str | os.PathLike[str], url: str, *,
         backup(url, set_aside)
         args += ["--clean", "--if-exists"]
     conninfo, env = _conninfo(target)
-    _run([*args, f"--dbname={conninfo}", str(src)], env)
+    _run([*args, f"--dbname={conninfo}", str(src.resolve())], env)
     try:
         conn = _connect(url)
         try:
@@ -349,6 +351,8 @@ def database_problems(conn: pg.PgConnection, version: int) -> list[str]:
             conn.raw("SAVEPOINT judge_audit_check")
             conn.raw(f"SELECT sum(length(t::text)) FROM {_quoted(table)} t").fetchone()
             conn.raw("RELEASE SAVEPOINT judge_audit_check")
+        except pg.ConnectionLost:
+            raise  # not the table's fault: the check as a whole is told
         except sqlite3.Error as exc:
             conn.raw("ROLLBACK TO SAVEPOINT judge_audit_check")
             problems.append(f"table {table} cannot be read to the end: {exc}")
@@ -435,6 +439,10 @@ def check(url: str) -> CheckReport:
                     else path
                 used = _used_by(as_sqlite, sha)
                 report.problems.append(Problem("image", f"{where} {wrong}{used}", fix_media))
+    except pg.ConnectionLost as exc:  # the server restarted or ended this session
+        report.problems.append(Problem(
+            "database", f"the check was cut off: {exc}",
+            "run judge-audit check again (a lost connection says nothing about the data)"))
     except sqlite3.Error as exc:
         report.problems.append(Problem("database", f"PostgreSQL cannot read it: {exc}", fix_db))
     finally:
