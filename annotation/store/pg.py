@@ -519,6 +519,8 @@ def migrate(conn: PgConnection, target: int) -> int:
     current = _read_version(conn)
     if current is not None and current >= target:
         conn.keys = integer_keys(target)
+        if current == target and _unguarded_views(conn):
+            _guard_views(conn, target)
         return current
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -541,6 +543,33 @@ def migrate(conn: PgConnection, target: int) -> int:
         raise
     conn.keys = integer_keys(target)
     return target
+
+
+def _unguarded_views(conn: PgConnection) -> set[str]:
+    """Views of this database without their read-only trigger (:func:`_view_sql`): a
+    database made before views had one."""
+    return {str(r[0]) for r in conn.raw(
+        "SELECT c.relname FROM pg_class c WHERE c.relkind = 'v'"
+        " AND c.relnamespace = current_schema()::regnamespace AND NOT EXISTS ("
+        "SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid"
+        " AND t.tgname = c.relname || '_read_only')").fetchall()}
+
+
+def _guard_views(conn: PgConnection, version: int) -> None:
+    """Give the views of schema ``version`` that lack it their read-only trigger, under the
+    write lock (another server may be doing the same)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        missing = _unguarded_views(conn)
+        for kind, name, _table, sql in sqlite_schema(version):
+            if kind == "view" and name in missing:
+                _view, function, trigger = _view_sql(name, sql)
+                conn.raw(function.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
+                conn.raw(trigger)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _read_version(conn: PgConnection) -> int | None:
