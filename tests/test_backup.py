@@ -249,6 +249,11 @@ def test_backup_refusals(demo: Path, tmp_path: Path) -> None:
     with pytest.raises(RecoveryError, match="another database"):
         backup(demo, tmp_path / "b.db")
     assert not (tmp_path / "b.db").exists()
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    with pytest.raises(RecoveryError, match="is a folder"):  # was an IsADirectoryError
+        backup(demo, folder)
+    assert list(folder.iterdir()) == [] and not list(tmp_path.glob(".backups*"))
 
 
 @pytest.mark.slow

@@ -176,6 +176,9 @@ def backup(db_path: str | os.PathLike[str], out_path: str | os.PathLike[str]) ->
     replaced atomically. Raises :class:`RecoveryError` (nothing replaced) when the database
     is missing or unsound, or ``out_path`` is the database itself. A ``postgresql://`` URL
     is backed up with ``pg_dump`` (:func:`annotation.store.pgops.backup`)."""
+    if Path(out_path).is_dir():
+        raise RecoveryError(f"{out_path}: is a folder; give the backup's file name (e.g. "
+                            f"{Path(out_path) / 'study-backup.db'})")
     if pg.is_url(db_path):
         from annotation.store import pgops
 
