@@ -169,6 +169,17 @@ def _sidecars(db: Path) -> list[Path]:
     return [db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
 
 
+def refuse_missing_media(files: list[tuple[str, str, int]], src: Path, db: Path) -> None:
+    """Raise :class:`RecoveryError` unless every image ``files`` names (sha256, format,
+    size) is, at its size, in the backup ``src``'s media folder or already in ``db``'s."""
+    lacking = [sha for sha, fmt, size in files
+               if not any(p.is_file() and p.stat().st_size == size
+                          for p in (media_file(src, sha, fmt), media_file(db, sha, fmt)))]
+    if lacking:
+        raise RecoveryError(f"{media_dir(src)}: {len(lacking)} image files of the backup "
+                            f"are missing, e.g. {lacking[0]}")
+
+
 # ------------------------------------------------------------------ backup
 def backup(db_path: str | os.PathLike[str], out_path: str | os.PathLike[str]) -> BackupSummary:
     """Back up the project at ``db_path`` to ``out_path`` (one SQLite file) and its media
@@ -315,12 +326,7 @@ def restore(backup_path: str | os.PathLike[str], db_path: str | os.PathLike[str]
         if version > schema.SCHEMA_VERSION:
             raise RecoveryError(f"{src}: schema version {version} is newer than this "
                                 f"judge-audit ({schema.SCHEMA_VERSION}); upgrade judge-audit")
-        lacking = [sha for sha, fmt, size in files
-                   if not any(p.is_file() and p.stat().st_size == size
-                              for p in (media_file(src, sha, fmt), media_file(db, sha, fmt)))]
-        if lacking:
-            raise RecoveryError(f"{media_dir(src)}: {len(lacking)} image files of the backup "
-                                f"are missing, e.g. {lacking[0]}")
+        refuse_missing_media(files, src, db)
         db.parent.mkdir(parents=True, exist_ok=True)
         copied, present, _ = _copy_media(files, src, db)  # files first: rows never lack them
         set_aside = None

@@ -218,6 +218,12 @@ def _check_database(conn: sqlite3.Connection, db: Path, report: CheckReport) -> 
                                                  "missing", _restore_db(db)))
     if problems:
         return  # the rows cannot be trusted: the images come after the restore
+    check_images(conn, db, report, _restore_media(db))
+
+
+def check_images(conn: sqlite3.Connection, db: Path, report: CheckReport, fix: str) -> None:
+    """Every image the ``files`` table names: in ``db``'s media folder, of its size and
+    SHA-256, readable by Pillow; each one that is not is a problem (``fix``: what to do)."""
     files = conn.execute("SELECT sha256, format, size_bytes FROM files ORDER BY sha256")
     for sha, fmt, size in files.fetchall():
         report.images_checked += 1
@@ -227,4 +233,4 @@ def _check_database(conn: sqlite3.Connection, db: Path, report: CheckReport) -> 
             where = path.relative_to(media_dir(db)) if path.is_relative_to(media_dir(db)) \
                 else path
             report.problems.append(Problem("image", f"{where} {wrong}{_used_by(conn, sha)}",
-                                           _restore_media(db)))
+                                           fix))

@@ -54,9 +54,10 @@ from annotation.store.backup import (
     _copy_media,
     _fsync,
     _fsync_dir,
+    refuse_missing_media,
 )
-from annotation.store.check import CORE_TABLES, CheckReport, Problem, _check_image, _used_by
-from annotation.store.media import media_dir, media_file
+from annotation.store.check import CORE_TABLES, CheckReport, Problem, check_images
+from annotation.store.media import media_dir
 
 #: the first bytes of a ``pg_dump --format=custom`` archive
 ARCHIVE_MAGIC = b"PGDMP"
@@ -250,12 +251,7 @@ def restore(backup_path: str | os.PathLike[str], url: str, *,
         raise RecoveryError(f"{shown} is not an empty database: restore with --force "
                             "(force=True) to replace it, or into a new database "
                             "(CREATE DATABASE)")
-    lacking = [sha for sha, fmt, size in files
-               if not any(p.is_file() and p.stat().st_size == size
-                          for p in (media_file(src, sha, fmt), media_file(db, sha, fmt)))]
-    if lacking:
-        raise RecoveryError(f"{media_dir(src)}: {len(lacking)} image files of the backup "
-                            f"are missing, e.g. {lacking[0]}")
+    refuse_missing_media(files, src, db)
     target.media_root.mkdir(parents=True, exist_ok=True)
     copied, present, _ = _copy_media(files, src, db)  # files first: rows never lack them
     set_aside = None
@@ -428,17 +424,8 @@ def check(url: str) -> CheckReport:
             report.problems.append(Problem("database", problem, fix_db))
         if problems:
             return report  # the rows cannot be trusted: the images come after the restore
-        as_sqlite = cast(sqlite3.Connection, conn)  # the store's dialect, translated
-        files = conn.execute("SELECT sha256, format, size_bytes FROM files ORDER BY sha256")
-        for sha, fmt, size in files.fetchall():
-            report.images_checked += 1
-            path = media_file(db, sha, fmt)
-            wrong = _check_image(path, sha, int(size))
-            if wrong is not None:
-                where = path.relative_to(media_dir(db)) if path.is_relative_to(media_dir(db)) \
-                    else path
-                used = _used_by(as_sqlite, sha)
-                report.problems.append(Problem("image", f"{where} {wrong}{used}", fix_media))
+        # the store's dialect, translated
+        check_images(cast(sqlite3.Connection, conn), db, report, fix_media)
     except pg.ConnectionLost as exc:  # the server restarted or ended this session
         report.problems.append(Problem(
             "database", f"the check was cut off: {exc}",
