@@ -64,7 +64,7 @@ from annotation.results.aggregation import DAWID_SKENE, checklist_fit, dawid_ske
 from annotation.results.decisions import Unanswered, human_decisions, judge_decisions
 from annotation.results.progress import JudgeProgress, each_judge
 from annotation.results.study import GroupBy, StudyData, group_values, output_groups
-from annotation.stats.clustered import clustered_agreement, clustered_mcnemar
+from annotation.stats.clustered import _labels, clustered_mcnemar, coded_agreement
 from annotation.stats.comparison import adjust_pvalues
 from annotation.stats.dawid_skene import DawidSkeneFit
 
@@ -190,12 +190,115 @@ def _output_of(keys: pd.Index | pd.Series) -> np.ndarray:
     return np.asarray(head.to_numpy(zero_copy_only=False), dtype=object)
 
 
-def _row(judge: str, group: str, reference: str, judged: pd.Series, ref: pd.Series,
+@dataclass(frozen=True)
+class _Answers:
+    """Answers of aligned decisions as int8 codes: ``raw`` 1 "yes", 0 "no", -1 anything
+    else (as stored); ``label`` 1 yes, 0 another decided label, -1 undecided (missing,
+    ``cant_tell``: read as :func:`annotation.stats.clustered.clustered_agreement` reads
+    them)."""
+
+    raw: np.ndarray
+    label: np.ndarray
+
+    @classmethod
+    def of(cls, values: pd.Series) -> _Answers:
+        yes, no = values.isin(["yes"]).to_numpy(), values.isin(["no"]).to_numpy()
+        raw = np.where(yes, 1, np.where(no, 0, -1)).astype(np.int8)
+        if (yes | no | values.isin(["cant_tell"]).to_numpy() | values.isna().to_numpy()).all():
+            return cls(raw, raw)  # the store's own labels: read as they are
+        labels = _labels(values.to_numpy(dtype=object))
+        label = np.where(labels.isin(["yes"]).to_numpy(), 1,
+                         np.where(labels.notna().to_numpy(), 0, -1))
+        return cls(raw, label.astype(np.int8))
+
+    def __getitem__(self, at: np.ndarray) -> _Answers:
+        return _Answers(self.raw[at], self.label[at])
+
+
+class _Keys:
+    """The decision keys of one table as integer codes (one hash of the strings for the
+    whole table), with each key's output as a code in the sorted order of output ids.
+
+    ``rows``: (keys, output ids) of row-aligned columns; ``keys``: more keys, whose output
+    is read from the key itself where no row gave it."""
+
+    def __init__(self, rows: list[tuple[np.ndarray, pd.Series]], keys: list[np.ndarray]
+                 ) -> None:
+        arrays = [k for k, _ in rows] + keys
+        codes, uniques = pd.factorize(np.concatenate(arrays))
+        self.n = len(uniques)
+        bounds = np.cumsum([0, *map(len, arrays)])
+        self.parts = [codes[a:b] for a, b in itertools.pairwise(bounds)]
+        # output ids: factorized per column (no Python string per row), then unified
+        local = [pd.factorize(outputs) for _, outputs in rows]
+        covered = np.zeros(self.n, dtype=bool)
+        for part in self.parts[:len(rows)]:
+            covered[part] = True
+        rest = np.flatnonzero(~covered)
+        tails = _output_of(pd.Index(uniques[rest], dtype=object))
+        names = [np.asarray(u, dtype=object) for _, u in local] + [tails]
+        unified, self.output_names = pd.factorize(np.concatenate(names), sort=True)
+        self.output = np.full(self.n, -1, dtype=np.int64)
+        self.row_outputs = []
+        start = 0
+        for part, (local_codes, u) in zip(self.parts, local, strict=False):
+            mine = unified[start:start + len(u)][local_codes]
+            self.output[part] = mine
+            self.row_outputs.append(mine)
+            start += len(u)
+        self.output[rest] = unified[start:]
+
+    def lookup(self, codes: np.ndarray) -> np.ndarray:
+        """Position of each key in ``codes`` (unique), -1 where absent, over all keys."""
+        where = np.full(self.n, -1, dtype=np.int64)
+        where[codes] = np.arange(len(codes))
+        return where
+
+    def output_mask(self, codes: np.ndarray) -> np.ndarray:
+        mask = np.zeros(len(self.output_names), dtype=bool)
+        mask[codes] = True
+        return mask
+
+
+@dataclass(frozen=True)
+class _Decisions:
+    """Aligned decisions: key codes, answers, output codes (and gated flags)."""
+
+    keys: np.ndarray
+    answers: _Answers
+    outputs: np.ndarray
+    gated: np.ndarray
+
+    def __getitem__(self, at: np.ndarray) -> _Decisions:
+        return _Decisions(self.keys[at], self.answers[at], self.outputs[at], self.gated[at])
+
+
+def _unique_keys(codes: np.ndarray, what: str) -> None:
+    if len(np.unique(codes)) != len(codes):
+        raise ValueError(f"{what}: a decision appears more than once")
+
+
+def _expected(judges: pd.DataFrame, codes: np.ndarray, questions: pd.DataFrame
+              ) -> pd.Series | None:
+    """The question's pass answer for every decision the judges made, indexed by the row of
+    the decision's first judgment (None without any): the ``expected answer`` reference."""
+    first = np.unique(codes, return_index=True)[1]
+    asked, ids = pd.factorize(judges.question_id.take(first))
+    pass_answer = questions.drop_duplicates("question_id").set_index("question_id").pass_answer
+    passing = pd.Series(pass_answer.reindex(ids).to_numpy(dtype=object)[asked], index=first,
+                        dtype=object)
+    passing = passing.dropna()  # also the questions not in the study's list
+    return None if passing.empty else passing
+
+
+def _row(judge: str, group: str, reference: str, judged: _Answers, ref: _Answers,
          outputs: np.ndarray, *, n_boot: int, seed: int, paired: str = "", n_gated: int = 0,
          n_unanswered: int = 0) -> dict[str, object] | None:
-    """One checklist.csv row from aligned decisions (``judged[i]`` vs ``ref[i]``)."""
-    stats = clustered_agreement(judged.to_numpy(), ref.to_numpy(), outputs, n_boot=n_boot,
-                                seed=seed).iloc[0]
+    """One checklist.csv row from aligned decisions (``judged[i]`` vs ``ref[i]``,
+    ``outputs``: output codes in the sorted order of output ids)."""
+    stats = coded_agreement(judged.label == 1, ref.label == 1,
+                            (judged.label >= 0) & (ref.label >= 0), outputs, n_boot=n_boot,
+                            seed=seed).iloc[0]
     if stats["n_decisions"] == 0:
         return None
     row: dict[str, object] = {"judge": judge, "group": group, "reference": reference,
@@ -203,11 +306,13 @@ def _row(judge: str, group: str, reference: str, judged: pd.Series, ref: pd.Seri
     for column in COLUMNS:
         if column in stats.index and column not in row:
             row[column] = stats[column]
-    decided = judged.isin(("yes", "no")).to_numpy() & ref.isin(("yes", "no")).to_numpy()
-    same = pd.Series(judged.to_numpy()[decided] == ref.to_numpy()[decided]).groupby(
-        outputs[decided]).mean()
-    row["n_items"] = len(same)
-    row["agreement_per_item"] = same.mean() if len(same) else float("nan")
+    decided = (judged.raw >= 0) & (ref.raw >= 0)
+    items, at = np.unique(outputs[decided], return_inverse=True)
+    same = judged.raw[decided] == ref.raw[decided]
+    per_item = pd.Series(np.bincount(at.reshape(-1), weights=same, minlength=len(items))
+                         / np.bincount(at.reshape(-1), minlength=len(items)))
+    row["n_items"] = len(items)
+    row["agreement_per_item"] = per_item.mean() if len(items) else float("nan")
     row["n_gated"] = n_gated
     row["n_unanswered"] = n_unanswered
     return row
@@ -220,7 +325,10 @@ def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool
                     on_judge: JudgeProgress | None = None) -> pd.DataFrame:
     """The ``checklist.csv`` table (see the module docstring); ``dawid_skene=False`` leaves
     out the ``human Dawid-Skene`` rows; ``on_judge`` is told of each judge
-    (:mod:`annotation.results.progress`)."""
+    (:mod:`annotation.results.progress`).
+
+    The decision keys are hashed once into integer codes (:class:`_Keys`); every judge and
+    reference is then aligned on those codes with numpy."""
     d = decided or study_decisions(study, unanswered)
     references: dict[str, pd.Series] = {}
     if len(d.majority):
@@ -231,75 +339,106 @@ def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool
     if per_annotator:
         for annotator, mine in d.human.groupby("annotator", sort=True):
             references[f"annotator:{annotator}"] = mine.set_index("key").answer
-    passing = d.judges.drop_duplicates("key").merge(
-        study.questions[["question_id", "pass_answer"]], on="question_id")
-    if len(passing):
-        references[EXPECTED] = passing.set_index("key").pass_answer
-    by_judge = {str(j): g.set_index("key") for j, g in d.judges.groupby("judge", sort=True)}
-    for judge, mine in by_judge.items():
-        if judge != ENSEMBLE:
-            references[f"judge:{judge}"] = mine.answer
+    judge_of, judge_names = pd.factorize(d.judges.judge, sort=True)
+    rows_of = {str(j): np.flatnonzero(judge_of == i) for i, j in enumerate(judge_names)}
+    order = [*references, EXPECTED, *(f"judge:{j}" for j in rows_of if j != ENSEMBLE)]
     if dawid_skene and d.human.annotator.nunique() >= 2 and len(d.majority):
         references[DAWID_SKENE] = dawid_skene_labels(d.dawid_skene)
-    loo_keys = d.loo.set_index("key")
+        order.append(DAWID_SKENE)
+    references = {name: ref.dropna() for name, ref in references.items()}
+    names = list(references)
+    keys = _Keys([(d.judges.key.to_numpy(dtype=object), d.judges.output_id),
+                  (d.loo.key.to_numpy(dtype=object), d.loo.output_id),
+                  (d.human.key.to_numpy(dtype=object), d.human.output_id)],
+                 [ref.index.to_numpy(dtype=object) for ref in references.values()])
+    judge_codes, loo_codes, _human, *ref_codes = keys.parts
+    answers = _Answers.of(d.judges.answer)
+    gated = d.judges.gated.fillna(False).astype(bool).to_numpy()
+    present = d.judges.answer.notna().to_numpy()
+    by_judge: dict[str, _Decisions] = {}
+    refs: dict[str, _Decisions] = {}
+    for judge, at in rows_of.items():
+        _unique_keys(judge_codes[at], f"judge {judge}")
+        by_judge[judge] = _Decisions(judge_codes[at], answers[at],
+                                     keys.output[judge_codes[at]], gated[at])
+        if judge != ENSEMBLE:
+            refs[f"judge:{judge}"] = by_judge[judge][present[at]]
+    for name, codes, ref in zip(names, ref_codes, references.values(), strict=True):
+        _unique_keys(codes, name)
+        refs[name] = _Decisions(codes, _Answers.of(ref.reset_index(drop=True)),
+                                keys.output[codes], np.zeros(len(codes), dtype=bool))
+    expected = _expected(d.judges, judge_codes, study.questions)
+    if expected is not None:
+        refs[EXPECTED] = _Decisions(judge_codes[expected.index], _Answers.of(expected),
+                                    keys.output[judge_codes[expected.index]],
+                                    np.zeros(len(expected), dtype=bool))
+    refs = {name: refs[name] for name in order if name in refs}
+    loo = _Decisions(loo_codes, _Answers.of(d.loo.answer), keys.row_outputs[1],
+                     np.zeros(len(loo_codes), dtype=bool))
+    loo_others = _Answers.of(d.loo.others)
+    ref_outputs = {name: keys.output_mask(ref.outputs) for name, ref in refs.items()}
     rows: list[dict[str, object] | None] = []
     for group, members in output_groups(study, by):
-        def inside(index: pd.Index, members: set[str] | None = members) -> pd.Index:
-            return index if members is None else index[np.isin(_output_of(index),
-                                                               list(members))]
-        loo = loo_keys if members is None else loo_keys[loo_keys.output_id.isin(members)]
+        member = (np.ones(len(keys.output_names), dtype=bool) if members is None
+                  else np.isin(keys.output_names, list(members)))
+        in_loo = member[loo.outputs]
+        group_loo, group_others = loo[in_loo], loo_others[in_loo]
         for judge in each_judge(sorted(by_judge, key=lambda j: (j == ENSEMBLE, j)), on_judge,
                                 "" if members is None else f", {group}"):
-            mine = by_judge[judge]
-            judged = mine.answer[inside(mine.index)]
-            gated = mine.gated.reindex(judged.index).fillna(False).astype(bool)
-            answered = set(_output_of(judged.index))
-            for reference, ref in references.items():
+            judged = by_judge[judge][member[by_judge[judge].outputs]]
+            answered = keys.output_mask(judged.outputs)
+            where = keys.lookup(judged.keys)
+            for reference, ref in refs.items():
                 if reference == f"judge:{judge}":
                     continue
-                ref = ref.dropna()
-                common = judged.index.intersection(ref.index)
-                ref_outputs = set(_output_of(inside(ref.index)))
-                rows.append(_row(judge, group, reference, judged[common], ref[common],
-                                 _output_of(common), n_boot=n_boot, seed=seed,
-                                 n_gated=int(gated[common].sum()),
-                                 n_unanswered=len(ref_outputs - answered)))
+                at = keys.lookup(ref.keys)[judged.keys]
+                common = at >= 0
+                rows.append(_row(judge, group, reference, judged.answers[common],
+                                 ref.answers[at[common]], judged.outputs[common],
+                                 n_boot=n_boot, seed=seed,
+                                 n_gated=int(judged.gated[common].sum()),
+                                 n_unanswered=int((ref_outputs[reference] & member
+                                                   & ~answered).sum())))
                 if reference == HUMAN_MAJORITY:
-                    rows.append(_loo_judge_row(judge, group, judged, gated, loo, answered,
-                                               n_boot=n_boot, seed=seed))
-        rows.extend(_loo_human_rows(group, loo, by_judge, n_boot=n_boot, seed=seed))
+                    rows.append(_loo_judge_row(judge, group, judged, where, group_loo,
+                                               group_others, answered, keys, n_boot=n_boot,
+                                               seed=seed))
+        rows.extend(_loo_human_rows(group, group_loo, group_others, by_judge, keys,
+                                    n_boot=n_boot, seed=seed))
     table = pd.DataFrame([r for r in rows if r is not None], columns=COLUMNS)
     return table.astype({c: "int64" for c in COUNTS}) if not table.empty else table
 
 
-def _loo_judge_row(judge: str, group: str, judged: pd.Series, gated: pd.Series,
-                   loo: pd.DataFrame, answered: set[str], *, n_boot: int,
-                   seed: int) -> dict[str, object] | None:
-    """The judge against the leave-one-out majorities, on the human baseline's pairs."""
-    pairs = loo[loo.index.isin(judged.index)]
-    if pairs.empty:
+def _loo_judge_row(judge: str, group: str, judged: _Decisions, where: np.ndarray,
+                   loo: _Decisions, others: _Answers, answered: np.ndarray, keys: _Keys, *,
+                   n_boot: int, seed: int) -> dict[str, object] | None:
+    """The judge against the leave-one-out majorities, on the human baseline's pairs
+    (``where``: the position of each key among the judge's decisions, -1 if absent)."""
+    at = where[loo.keys]
+    pairs = at >= 0
+    if not pairs.any():
         return None
-    return _row(judge, group, LOO_MAJORITY, judged.reindex(pairs.index), pairs.others,
-                pairs.output_id.to_numpy(), n_boot=n_boot, seed=seed,
-                n_gated=int(gated.reindex(pairs.index).sum()),
-                n_unanswered=len(set(loo.output_id) - answered))
+    return _row(judge, group, LOO_MAJORITY, judged.answers[at[pairs]], others[pairs],
+                loo.outputs[pairs], n_boot=n_boot, seed=seed,
+                n_gated=int(judged.gated[at[pairs]].sum()),
+                n_unanswered=int((keys.output_mask(loo.outputs) & ~answered).sum()))
 
 
-def _loo_human_rows(group: str, loo: pd.DataFrame, by_judge: dict[str, pd.DataFrame], *,
-                    n_boot: int, seed: int) -> Iterable[dict[str, object] | None]:
+def _loo_human_rows(group: str, loo: _Decisions, others: _Answers,
+                    by_judge: dict[str, _Decisions], keys: _Keys, *, n_boot: int,
+                    seed: int) -> Iterable[dict[str, object] | None]:
     """The human baseline: every annotator against the others' majority, on all pairs and
     (where a judge decided fewer) on exactly that judge's decisions."""
-    if loo.empty:
+    if not len(loo.keys):
         return
-    yield _row(HUMAN_LOO, group, LOO_MAJORITY, loo.answer, loo.others,
-               loo.output_id.to_numpy(), n_boot=n_boot, seed=seed)
+    yield _row(HUMAN_LOO, group, LOO_MAJORITY, loo.answers, others, loo.outputs,
+               n_boot=n_boot, seed=seed)
     for judge in sorted(by_judge, key=lambda j: (j == ENSEMBLE, j)):
-        keys = by_judge[judge].index
-        pairs = loo[loo.index.isin(keys)]
-        if pairs.empty or len(pairs) == len(loo):
+        pairs = keys.lookup(by_judge[judge].keys)[loo.keys] >= 0
+        if not pairs.any() or pairs.all():
             continue
-        yield _row(HUMAN_LOO, group, LOO_MAJORITY, pairs.answer, pairs.others,
-                   pairs.output_id.to_numpy(), n_boot=n_boot, seed=seed, paired=judge)
+        yield _row(HUMAN_LOO, group, LOO_MAJORITY, loo.answers[pairs], others[pairs],
+                   loo.outputs[pairs], n_boot=n_boot, seed=seed, paired=judge)
 
 
 # ---------------------------------------------------------------------------- leniency

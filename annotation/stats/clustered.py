@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +48,8 @@ from annotation.stats.agreement import agreement_from_table, normalize_label, wi
 from annotation.stats.correlation import percentile_interval
 
 __all__ = ["MIN_CLUSTERS", "ClusteredProportion", "cluster_bootstrap", "cluster_counts",
-           "cluster_weights", "clustered_agreement", "clustered_mcnemar", "clustered_wilson"]
+           "cluster_weights", "clustered_agreement", "clustered_mcnemar", "clustered_wilson",
+           "coded_agreement"]
 
 #: Fewer clusters than this: no bootstrap interval (the percentile interval of a handful
 #: of clusters is far too narrow).
@@ -213,7 +214,24 @@ def clustered_agreement(judge: Any, reference: Any, clusters: Any = None, *,
     codes, _ = _codes(clusters, len(j))
     pos = normalize_label(positive)
     keep = (j.notna() & r.notna()).to_numpy()
-    jy, ry = (j[keep] == pos).to_numpy(), (r[keep] == pos).to_numpy()
+    return coded_agreement((j == pos).to_numpy(), (r == pos).to_numpy(), keep, codes,
+                           n_boot=n_boot, seed=seed, conf=conf, positive=pos)
+
+
+def coded_agreement(judge_yes: np.ndarray, reference_yes: np.ndarray, decided: np.ndarray,
+                    clusters: np.ndarray, *, n_boot: int = 1000, seed: int | None = 0,
+                    conf: float = 0.95, positive: Hashable = "yes") -> pd.DataFrame:
+    """:func:`clustered_agreement` on labels already read: per decision, whether the judge
+    and the reference said ``positive`` (booleans), whether both decided, and the
+    cluster of each as integer codes (any integers: clusters are ordered by first
+    appearance, as :func:`clustered_agreement` orders its labels). The same row."""
+    codes = np.asarray(clusters)
+    if codes.dtype.kind not in "iu":
+        raise ValueError("clusters must be integer codes")
+    codes = pd.factorize(codes)[0]
+    pos = positive
+    keep = np.asarray(decided, dtype=bool)
+    jy, ry = np.asarray(judge_yes, dtype=bool)[keep], np.asarray(reference_yes, dtype=bool)[keep]
     kept = codes[keep]
     kept = np.unique(kept, return_inverse=True)[1].reshape(-1) if len(kept) else kept
     n_clusters = int(kept.max()) + 1 if len(kept) else 0
