@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import gc
 import html
 import itertools
@@ -217,12 +218,17 @@ def _release_memory() -> None:
     from the heap), and the next table's allocations land beside them: the report's peak
     was the sum of the two."""
     gc.collect()
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
-    trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
+    trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim``, looked up once (``find_library`` runs ``ldconfig``), or
+    None where there is none."""
+    name = ctypes.util.find_library("c")
+    return None if name is None else getattr(ctypes.CDLL(name), "malloc_trim", None)
 
 
 def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
