@@ -64,7 +64,7 @@ from annotation.results.aggregation import DAWID_SKENE, checklist_fit, dawid_ske
 from annotation.results.decisions import Unanswered, human_decisions, judge_decisions
 from annotation.results.progress import JudgeProgress, each_judge
 from annotation.results.study import GroupBy, StudyData, group_values, output_groups
-from annotation.stats.clustered import _labels, clustered_mcnemar, coded_agreement
+from annotation.stats.clustered import clustered_mcnemar, coded_agreement, read_labels
 from annotation.stats.comparison import adjust_pvalues
 from annotation.stats.dawid_skene import DawidSkeneFit
 
@@ -206,7 +206,7 @@ class _Answers:
         raw = np.where(yes, 1, np.where(no, 0, -1)).astype(np.int8)
         if (yes | no | values.isin(["cant_tell"]).to_numpy() | values.isna().to_numpy()).all():
             return cls(raw, raw)  # the store's own labels: read as they are
-        labels = _labels(values.to_numpy(dtype=object))
+        labels = read_labels(values.to_numpy(dtype=object))
         label = np.where(labels.isin(["yes"]).to_numpy(), 1,
                          np.where(labels.notna().to_numpy(), 0, -1))
         return cls(raw, label.astype(np.int8))

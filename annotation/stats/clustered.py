@@ -169,7 +169,7 @@ def _cell_stats(cells: np.ndarray) -> dict[str, np.ndarray]:
 _KNOWN = {"yes": "yes", "no": "no", "cant_tell": None}
 
 
-def _labels(values: Any) -> pd.Series:
+def read_labels(values: Any) -> pd.Series:
     """Labels as :func:`annotation.stats.agreement.normalize_label` reads them (missing and
     ``cant_tell`` become None), vectorized when they are the store's own yes/no/cant_tell."""
     s = pd.Series(np.asarray(list(values) if not isinstance(values, np.ndarray | pd.Series)
@@ -208,7 +208,7 @@ def clustered_agreement(judge: Any, reference: Any, clusters: Any = None, *,
     (resamples in which the statistic was defined, the smallest over the statistics),
     ``note`` (why an interval or statistic is missing). Seeded numpy ``Generator``.
     """
-    j, r = _labels(judge), _labels(reference)
+    j, r = read_labels(judge), read_labels(reference)
     if len(j) != len(r):
         raise ValueError(f"judge and reference differ in length: {len(j)} != {len(r)}")
     codes, _ = _codes(clusters, len(j))

@@ -112,7 +112,8 @@ def _describe(conn: sqlite3.Connection) -> tuple[int, dict[str, int], list[tuple
     return version, counts, files
 
 
-def _fsync(path: Path) -> None:
+def fsync_file(path: Path) -> None:
+    """Force ``path``'s written bytes to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -120,9 +121,10 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Force a folder's entries (a rename into it) to disk, where the file system can."""
     with contextlib.suppress(OSError):  # some file systems cannot fsync a directory
-        _fsync(path)
+        fsync_file(path)
 
 
 def _create_like(path: Path, like: Path) -> None:
@@ -136,7 +138,7 @@ def _create_like(path: Path, like: Path) -> None:
         os.close(fd)
 
 
-def _copy_media(files: list[tuple[str, str, int]], source_db: Path, target_db: Path,
+def copy_media(files: list[tuple[str, str, int]], source_db: Path, target_db: Path,
                 ) -> tuple[int, int, list[str]]:
     """Copy the image files ``target_db``'s media folder lacks from ``source_db``'s (a
     new media folder gets the source folder's permission bits). Returns (copied, already
@@ -159,7 +161,7 @@ def _copy_media(files: list[tuple[str, str, int]], source_db: Path, target_db: P
         target.parent.mkdir(parents=True, exist_ok=True)
         part = target.with_name(target.name + ".part")
         shutil.copyfile(source, part)
-        _fsync(part)
+        fsync_file(part)
         os.replace(part, target)
         copied += 1
     return copied, present, missing
@@ -224,15 +226,15 @@ def backup(db_path: str | os.PathLike[str], out_path: str | os.PathLike[str]) ->
                 target.close()
         finally:
             source.close()
-        _fsync(part)
+        fsync_file(part)
         os.replace(part, out)
-        _fsync_dir(out.parent)
+        fsync_dir(out.parent)
     except sqlite3.DatabaseError as exc:
         raise RecoveryError(f"{db}: {exc}") from exc
     finally:
         for p in [part, *_sidecars(part)]:
             p.unlink(missing_ok=True)
-    copied, present, missing = _copy_media(files, db, out)
+    copied, present, missing = copy_media(files, db, out)
     return BackupSummary(out, media_dir(out), version, counts, copied, present, tuple(missing))
 
 
@@ -266,11 +268,11 @@ def _write_new(source: sqlite3.Connection, db: Path, like: Path) -> None:
                 raise RecoveryError(f"the restored copy fails integrity_check: {problems[:5]}")
         finally:
             target.close()  # the last connection checkpoints: one self-contained file
-        _fsync(part)
+        fsync_file(part)
         for p in _sidecars(db):  # journals of a database no longer there
             p.unlink(missing_ok=True)
         os.replace(part, db)
-        _fsync_dir(db.parent)
+        fsync_dir(db.parent)
     finally:
         for p in [part, *_sidecars(part)]:
             p.unlink(missing_ok=True)
@@ -328,7 +330,7 @@ def restore(backup_path: str | os.PathLike[str], db_path: str | os.PathLike[str]
                                 f"judge-audit ({schema.SCHEMA_VERSION}); upgrade judge-audit")
         refuse_missing_media(files, src, db)
         db.parent.mkdir(parents=True, exist_ok=True)
-        copied, present, _ = _copy_media(files, src, db)  # files first: rows never lack them
+        copied, present, _ = copy_media(files, src, db)  # files first: rows never lack them
         set_aside = None
         if db.exists() and _usable(db):
             # keep what is replaced: a forced restore must not lose answers given since

@@ -51,9 +51,9 @@ from annotation.store.backup import (
     COUNTED,
     BackupSummary,
     RecoveryError,
-    _copy_media,
-    _fsync,
-    _fsync_dir,
+    copy_media,
+    fsync_dir,
+    fsync_file,
     refuse_missing_media,
 )
 from annotation.store.check import CORE_TABLES, CheckReport, Problem, check_images
@@ -162,15 +162,15 @@ def backup(url: str, out_path: str | os.PathLike[str]) -> BackupSummary:
         with contextlib.suppress(pg.ConnectionLost):  # read only: the dump is whole
             conn.raw("COMMIT")
         _run([str(tool("pg_restore")), "--list", str(part)])  # the archive reads back
-        _fsync(part)
+        fsync_file(part)
         os.replace(part, out)
-        _fsync_dir(out.parent)
+        fsync_dir(out.parent)
     except sqlite3.Error as exc:
         raise RecoveryError(f"{pg.redacted(url)}: {exc}") from exc
     finally:
         conn.close()
         part.unlink(missing_ok=True)
-    copied, present, missing = _copy_media(files, target.anchor, out)
+    copied, present, missing = copy_media(files, target.anchor, out)
     return BackupSummary(out, media_dir(out), version, counts, copied, present, tuple(missing))
 
 
@@ -253,7 +253,7 @@ def restore(backup_path: str | os.PathLike[str], url: str, *,
                             "(CREATE DATABASE)")
     refuse_missing_media(files, src, db)
     target.media_root.mkdir(parents=True, exist_ok=True)
-    copied, present, _ = _copy_media(files, src, db)  # files first: rows never lack them
+    copied, present, _ = copy_media(files, src, db)  # files first: rows never lack them
     set_aside = None
     args = [str(restorer), "--single-transaction", "--exit-on-error", "--no-owner",
             "--no-acl"]
