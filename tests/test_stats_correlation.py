@@ -225,7 +225,7 @@ def test_kendall_on_the_contingency_table_equals_scipy_and_the_pair_matrix(level
         assert tau[b] == pytest.approx(stats.kendalltau(x[rows], y[rows]).statistic, abs=1e-12)
 
 
-def test_kendall_table_is_used_beyond_the_pair_matrix_size() -> None:
+def test_kendall_table_is_used_beyond_the_pair_matrix_size(monkeypatch) -> None:
     """5,000 rows on a 1-10 scale: no per-resample scipy loop, the same distribution."""
     rng = np.random.default_rng(3)
     n = 5000
@@ -234,7 +234,9 @@ def test_kendall_table_is_used_beyond_the_pair_matrix_size() -> None:
     w = rng.integers(0, 3, (6, n)).astype(float)
     gx, gy = corr._groups(x), corr._groups(y)
     tx, ty = corr._group_totals(w, gx), corr._group_totals(w, gy)
-    tau = corr._w_kendall(w, x, y, tx, ty, np.ones(len(w), bool), gx, gy)
+    with monkeypatch.context() as m:  # the per-resample scipy path must not run
+        m.setattr(corr, "_kendall", lambda *a: pytest.fail("per-resample kendalltau ran"))
+        tau = corr._w_kendall(w, x, y, tx, ty, np.ones(len(w), bool), gx, gy)
     for b in range(len(w)):
         rows = np.repeat(np.arange(n), w[b].astype(int))
         assert tau[b] == pytest.approx(stats.kendalltau(x[rows], y[rows]).statistic, abs=1e-12)
