@@ -200,7 +200,7 @@ def test_kendall_fallback_for_many_rows_gives_the_same_resamples(monkeypatch) ->
     x, y = _data(2, 60, True)
     fast = correlations(x, y, n_boot=50, seed=1)
     monkeypatch.setattr(corr, "_KENDALL_MATRIX_MAX_ROWS", 0)
-    monkeypatch.setattr(corr, "_KENDALL_TABLE_CELLS_PER_ROW", 0)
+    monkeypatch.setattr(corr, "_TABLE_CELLS_PER_ROW", 0)
     slow = correlations(x, y, n_boot=50, seed=1)
     pd.testing.assert_frame_equal(fast, slow, atol=1e-12)
 
@@ -503,7 +503,7 @@ def test_bootstrap_from_the_table_equals_scipy_on_each_resample(monkeypatch) -> 
             stats.spearmanr(x[rows], y[rows]).statistic, abs=1e-12)
         assert boot[(0, "kendall")][b] == pytest.approx(
             stats.kendalltau(x[rows], y[rows]).statistic, abs=1e-12)
-    monkeypatch.setattr(corr, "_KENDALL_TABLE_CELLS_PER_ROW", 0)
+    monkeypatch.setattr(corr, "_TABLE_CELLS_PER_ROW", 0)
     rows_path = corr.bootstrap_statistics([(x, y)], codes, n_items, n_boot=30, seed=5,
                                           statistics=names)
     for name in names:

@@ -54,7 +54,7 @@ _KENDALL_MATRIX_MAX_ROWS = 2000
 #: Up to this many cells of the (distinct x) x (distinct y) table per row, the bootstrap
 #: computes its statistics on that table (rating scales: few distinct values); at one cell
 #: per row the table is never larger than the rows it replaces.
-_KENDALL_TABLE_CELLS_PER_ROW = 1
+_TABLE_CELLS_PER_ROW = 1
 #: Elements per temporary (resamples x rows) block: bounds memory, not results.
 _BLOCK_ELEMENTS = 1 << 22
 
@@ -256,7 +256,7 @@ def _table_of(xs: np.ndarray, ys: np.ndarray, gx: _Groups, gy: _Groups,
     """The :class:`_Table` of a pair, or None when it would not be smaller than the rows
     (many distinct values: continuous scores)."""
     ka, kb = len(gx.starts), len(gy.starts)
-    if ka * kb > _KENDALL_TABLE_CELLS_PER_ROW * max(len(xs), 64):
+    if ka * kb > _TABLE_CELLS_PER_ROW * max(len(xs), 64):
         return None
     present, cell = np.unique(gx.codes * kb + gy.codes, return_inverse=True)
     if n_items * len(present) > _BLOCK_ELEMENTS:
@@ -333,7 +333,7 @@ def _w_kendall(
     """
     gx = _groups(x) if gx is None else gx
     gy = _groups(y) if gy is None else gy
-    table = len(gx.starts) * len(gy.starts) <= _KENDALL_TABLE_CELLS_PER_ROW * max(len(x), 64)
+    table = len(gx.starts) * len(gy.starts) <= _TABLE_CELLS_PER_ROW * max(len(x), 64)
     if table or len(x) <= _KENDALL_MATRIX_MAX_ROWS:
         num = (_kendall_numerator_table(w, gx, gy) if table
                else _kendall_numerator(w, x, y))
