@@ -97,22 +97,28 @@ def _wide_scores(scores: pd.DataFrame, who: str, criteria: list[str]) -> pd.Data
     sorts them, when every (output, answerer, criterion) has one score (else None); the
     same cells as ``pivot_table(...).reindex(columns=criteria)``, with no groupby per
     cell. Rows without a score on every criterion may be left out (the caller drops them)."""
+    k = len(criteria)
     position = {c: i for i, c in enumerate(criteria)}
-    crit = scores.criterion.map(position).to_numpy(dtype=float, na_value=np.nan)
-    keep = ~np.isnan(crit)
+    c_codes, c_names = pd.factorize(scores.criterion)
+    lookup = np.array([position.get(name, -1) for name in c_names] + [-1], dtype=np.int64)
+    crit = lookup[c_codes]  # code -1 (missing) reads the last entry: -1
     o_codes, o_names = pd.factorize(scores.output_id, sort=True)
     w_codes, w_names = pd.factorize(scores[who], sort=True)
-    keep &= (o_codes >= 0) & (w_codes >= 0)
-    o, w, c = o_codes[keep], w_codes[keep], crit[keep].astype(np.int64)
-    k = len(criteria)
-    cell = (o.astype(np.int64) * len(w_names) + w) * k + c
-    if len(np.unique(cell)) != len(cell):
+    keep = (crit >= 0) & (o_codes >= 0) & (w_codes >= 0)
+    n_pairs = len(o_names) * len(w_names)
+    if n_pairs * k > 8 * len(scores) + (1 << 20):  # sparse codes: bincount would not pay
         return None
-    pair, rows = np.unique(cell // k, return_inverse=True)
-    values = np.full((len(pair), k), np.nan)
-    values[rows, c] = scores.score.to_numpy(dtype=float, na_value=np.nan)[keep]
-    index = pd.MultiIndex.from_arrays([o_names[pair // len(w_names)],
-                                       w_names[pair % len(w_names)]],
+    pair = o_codes[keep].astype(np.int64) * len(w_names) + w_codes[keep]
+    c = crit[keep]
+    if np.bincount(pair * k + c, minlength=1).max(initial=0) > 1:
+        return None
+    present = np.bincount(pair, minlength=n_pairs) > 0
+    row_of = np.cumsum(present) - 1  # pairs in sorted (output, answerer) order
+    values = np.full((int(present.sum()), k), np.nan)
+    values[row_of[pair], c] = scores.score.to_numpy(dtype=float, na_value=np.nan)[keep]
+    codes = np.flatnonzero(present)
+    index = pd.MultiIndex.from_arrays([o_names[codes // len(w_names)],
+                                       w_names[codes % len(w_names)]],
                                       names=["output_id", who])
     return pd.DataFrame(values, index=index, columns=pd.Index(criteria, name="criterion"))
 
@@ -216,6 +222,20 @@ def _row(judge: str, criterion: str, group: str, reference: str, x: np.ndarray,
     return row
 
 
+def _positions(index: pd.Index, within: pd.Index) -> np.ndarray | None:
+    """For each label of ``index`` (unique), its position in ``within`` (-1 where absent),
+    or None when a label of ``index`` is in ``within`` more than once. One membership test
+    over ``within`` and lookups in ``index`` (small, and reused across judges), instead of
+    a hash table of every judge's outputs."""
+    found = np.flatnonzero(isin(within, index))
+    at = index.get_indexer(within[found])
+    if (at < 0).any() or len(np.unique(at)) != len(at):
+        return None
+    out = np.full(len(index), -1, dtype=np.int64)
+    out[at] = found
+    return out
+
+
 def _judge_order(names: list[str]) -> list[str]:
     return sorted(dict.fromkeys(names), key=lambda j: (j == ENSEMBLE, j))
 
@@ -248,20 +268,32 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
             g_loo = loo if members is None else loo[isin(loo.output_id, members)]
             g_humans = hc if members is None else hc[isin(hc.output_id, members)]
             paired_pairs: dict[str, pd.DataFrame] = {}
+            loo_at = g_mean.index.get_indexer(g_loo.output_id)  # each pair's output in g_mean
             for judge in each_judge(order, on_judge, f", {criterion}" if members is None
                                     else f", {criterion}, {group}"):
                 scores = by_judge[judge]
                 same = own_scale(study, judge, criterion) is None
-                common = g_mean.index.intersection(scores.index)
+                values = scores.to_numpy()
+                pos = _positions(g_mean.index, scores.index)
+                if pos is None:  # an output scored twice: label lookups, as pandas does them
+                    common = g_mean.index.intersection(scores.index)
+                    judge_mean, human_mean = scores[common].to_numpy(), g_mean[common].to_numpy()
+                else:
+                    matched = pos >= 0
+                    common = g_mean.index[matched]
+                    judge_mean, human_mean = values[pos[matched]], g_mean.to_numpy()[matched]
                 if len(common):
-                    rows.append(_row(judge, criterion, group, HUMAN_MEAN,
-                                     scores[common].to_numpy(), g_mean[common].to_numpy(),
-                                     common.to_numpy(), same_scale=same, n_boot=n_boot,
-                                     seed=seed))
-                pairs = g_loo[isin(g_loo.output_id, scores.index)]
+                    rows.append(_row(judge, criterion, group, HUMAN_MEAN, judge_mean,
+                                     human_mean, common.to_numpy(), same_scale=same,
+                                     n_boot=n_boot, seed=seed))
+                if pos is None or (loo_at < 0).any():
+                    pairs = g_loo[isin(g_loo.output_id, scores.index)]
+                    judge_loo = scores[pairs.output_id].to_numpy()
+                else:
+                    at = pos[loo_at]
+                    pairs, judge_loo = g_loo[at >= 0], values[at[at >= 0]]
                 if len(pairs):
-                    rows.append(_row(judge, criterion, group, LOO_MEAN,
-                                     scores[pairs.output_id].to_numpy(),
+                    rows.append(_row(judge, criterion, group, LOO_MEAN, judge_loo,
                                      pairs.others.to_numpy(), pairs.output_id.to_numpy(),
                                      same_scale=same, n_boot=n_boot, seed=seed))
                     if len(pairs) < len(g_loo):
