@@ -380,3 +380,22 @@ def test_empty_study_gives_empty_tables_with_columns() -> None:
     assert list(alt_test_table(study).columns) == COLUMNS
     assert list(alt_test_annotators_table(study).columns) == ANNOTATOR_COLUMNS
     assert alt_test_table(study).empty
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unanswered", ["omit", "fail"])
+def test_the_reports_decisions_give_the_same_run(tmp_path, make_demo_db, unanswered) -> None:
+    """The report hands its checklist decisions (with their majority ensemble) to the
+    alt-test: the run is the one that scores them itself."""
+    from annotation.results.checklist import study_decisions
+
+    db = tmp_path / "demo.db"
+    make_demo_db(db)
+    with Store.open(db) as store:
+        study = load_study(store)
+    own = run_alt_tests(study, unanswered=unanswered)
+    shared = run_alt_tests(study, unanswered=unanswered,
+                           decided=study_decisions(study, unanswered))
+    assert (own.summary.criterion == CHECKLIST).any()
+    pd.testing.assert_frame_equal(own.summary, shared.summary)
+    pd.testing.assert_frame_equal(own.annotators, shared.annotators)

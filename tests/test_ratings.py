@@ -121,3 +121,34 @@ def test_pairwise_and_pooled_rows_by_hand(tmp_path, make_demo_db):
     got = table[(table.judge == "gpt-5") & (table.criterion == crit)
                 & (table.reference == "human mean") & (table.group == POOLED)].iloc[0]
     assert got.plcc == pytest.approx(pooled)
+
+
+def _pivot_average(scores: pd.DataFrame, who: str, criteria: list[str]) -> pd.DataFrame:
+    """with_average as pivot_table computes it (the reference for the fast path)."""
+    wide = scores.pivot_table(index=["output_id", who], columns="criterion", values="score")
+    wide = wide.reindex(columns=criteria).dropna()
+    avg = wide.mean(axis=1).rename("score").reset_index()
+    avg["criterion"] = "average"
+    return pd.concat([scores, avg[["output_id", who, "criterion", "score"]]],
+                     ignore_index=True)
+
+
+@pytest.mark.parametrize("duplicates", [False, True])
+def test_with_average_is_the_pivot_table_average(duplicates):
+    from annotation.results.ratings import with_average
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    scores = pd.DataFrame({
+        "output_id": rng.choice([f"o{i:03d}" for i in range(300)], n),
+        "judge": rng.choice(["zeta", "alpha", "mid"], n),
+        "criterion": rng.choice(["x", "y", "z", "other"], n),
+        "score": rng.integers(1, 11, n) / rng.choice([1.0, 3.0, 7.0], n)})
+    scores.loc[::41, "score"] = np.nan
+    scores = scores.drop_duplicates(["output_id", "judge", "criterion"], ignore_index=True)
+    if duplicates:  # several scores of one cell: their mean, as pivot_table takes it
+        scores = pd.concat([scores, scores.iloc[:50].assign(score=2.5)], ignore_index=True)
+    criteria = ["y", "x", "z"]
+    got = with_average(scores, "judge", criteria)
+    assert (got.criterion == "average").sum() > 50
+    pd.testing.assert_frame_equal(got, _pivot_average(scores, "judge", criteria))

@@ -35,6 +35,7 @@ from typing import Any
 
 import pandas as pd
 
+from annotation.results.checklist import ENSEMBLE, StudyDecisions
 from annotation.results.decisions import Unanswered, human_decisions, judge_decisions
 from annotation.results.progress import JudgeProgress, each_judge
 from annotation.results.ratings import criterion_scale, own_scale
@@ -122,7 +123,8 @@ def _run(humans: pd.DataFrame, judge: pd.Series, *, criterion: str, judge_name: 
 
 def run_alt_tests(study: StudyData, *, epsilon: float = 0.2, q: float = 0.05,
                   unanswered: Unanswered = "omit",
-                  on_judge: JudgeProgress | None = None) -> AltTests:
+                  on_judge: JudgeProgress | None = None,
+                  decided: StudyDecisions | None = None) -> AltTests:
     """The alt-test of every judge per rating criterion and on the checklist (see the module
     docstring), with margin ``epsilon`` and Benjamini-Yekutieli FDR ``q``.
 
@@ -131,6 +133,9 @@ def run_alt_tests(study: StudyData, *, epsilon: float = 0.2, q: float = 0.05,
     checklist decisions (:func:`annotation.results.decisions.human_decisions`); the judges' are
     their parsed scores and :func:`annotation.results.decisions.judge_decisions` with
     ``unanswered``. ``on_judge`` is told of each judge (:mod:`annotation.results.progress`).
+    ``decided``: those decisions already scored, with the same ``unanswered``
+    (:func:`annotation.results.checklist.study_decisions`; its majority ensemble is no judge
+    here), so that a report scores them once.
     """
     summaries: list[dict[str, object]] = []
     per_annotator: list[pd.DataFrame] = []
@@ -157,11 +162,14 @@ def run_alt_tests(study: StudyData, *, epsilon: float = 0.2, q: float = 0.05,
                                 note=note, epsilon=epsilon, q=q)
             summaries.append(summary)
             per_annotator.append(per)
-    human = human_decisions(study)
+    human = human_decisions(study) if decided is None else decided.human
     if not human.empty:
         long = pd.DataFrame({"item": human.output_id + " / " + human.question_id,
                              "annotator": human.annotator, "value": human.answer})
-        judged = judge_decisions(study, unanswered)
+        if decided is None:
+            judged = judge_decisions(study, unanswered)
+        else:
+            judged = decided.judges[decided.judges.judge != ENSEMBLE]
         note = "gated decisions (annotation.results.decisions); cant_tell is no label"
         if unanswered == "fail":
             note += "; questions a judge left unanswered scored as failed"

@@ -80,13 +80,47 @@ def with_average(scores: pd.DataFrame, who: str, criteria: list[str]) -> pd.Data
     """Add criterion ``average`` (mean of all criteria) for outputs scored on every one."""
     if len(criteria) < 2 or scores.empty:
         return scores
-    wide = scores.pivot_table(index=["output_id", who], columns="criterion", values="score")
+    wide = _wide_scores(scores, who, criteria)
+    if wide is None:  # several scores of one output, answerer and criterion: their mean
+        wide = scores.pivot_table(index=["output_id", who], columns="criterion",
+                                  values="score")
     wide = wide.reindex(columns=criteria).dropna()
     if wide.empty:
         return scores
     avg = wide.mean(axis=1).rename("score").reset_index()
     avg["criterion"] = AVERAGE
     return pd.concat([scores, avg[["output_id", who, "criterion", "score"]]], ignore_index=True)
+
+
+def _wide_scores(scores: pd.DataFrame, who: str, criteria: list[str]) -> pd.DataFrame | None:
+    """``scores`` as (output_id, ``who``) x ``criteria``, rows sorted as ``pivot_table``
+    sorts them, when every (output, answerer, criterion) has one score (else None); the
+    same cells as ``pivot_table(...).reindex(columns=criteria)``, with no groupby per
+    cell. Rows without a score on every criterion may be left out (the caller drops them)."""
+    k = len(criteria)
+    position = {c: i for i, c in enumerate(criteria)}
+    c_codes, c_names = pd.factorize(scores.criterion)
+    lookup = np.array([position.get(name, -1) for name in c_names] + [-1], dtype=np.int64)
+    crit = lookup[c_codes]  # code -1 (missing) reads the last entry: -1
+    o_codes, o_names = pd.factorize(scores.output_id, sort=True)
+    w_codes, w_names = pd.factorize(scores[who], sort=True)
+    keep = (crit >= 0) & (o_codes >= 0) & (w_codes >= 0)
+    n_pairs = len(o_names) * len(w_names)
+    if n_pairs * k > 8 * len(scores) + (1 << 20):  # sparse codes: bincount would not pay
+        return None
+    pair = o_codes[keep].astype(np.int64) * len(w_names) + w_codes[keep]
+    c = crit[keep]
+    if np.bincount(pair * k + c, minlength=1).max(initial=0) > 1:
+        return None
+    present = np.bincount(pair, minlength=n_pairs) > 0
+    row_of = np.cumsum(present) - 1  # pairs in sorted (output, answerer) order
+    values = np.full((int(present.sum()), k), np.nan)
+    values[row_of[pair], c] = scores.score.to_numpy(dtype=float, na_value=np.nan)[keep]
+    codes = np.flatnonzero(present)
+    index = pd.MultiIndex.from_arrays([o_names[codes // len(w_names)],
+                                       w_names[codes % len(w_names)]],
+                                      names=["output_id", who])
+    return pd.DataFrame(values, index=index, columns=pd.Index(criteria, name="criterion"))
 
 
 def criterion_scale(study: StudyData, criterion: str) -> tuple[float, float] | None:
@@ -147,12 +181,14 @@ def ensemble_scores(study: StudyData) -> pd.DataFrame:
     vlm = {str(n) for n, k in zip(study.judges.name, study.judges.kind, strict=True)
            if k == "vlm"}
     scores = study.judge_scores[isin(study.judge_scores.judge, vlm)]
-    pairs = scores[["judge", "criterion"]].drop_duplicates()
-    same = {(j, c) for j, c in pairs.itertuples(index=False) if own_scale(study, j, c) is None}
-    keep = np.zeros(len(scores), dtype=bool)
-    for j, c in same:  # a few (judge, criterion) pairs: one vectorized test each
-        keep |= ((scores.judge == j) & (scores.criterion == c)).to_numpy()
-    scores = scores[keep]
+    j_codes, j_names = pd.factorize(scores.judge)
+    c_codes, c_names = pd.factorize(scores.criterion)
+    pair = j_codes.astype(np.int64) * len(c_names) + c_codes  # one code per (judge, criterion)
+    valid = (j_codes >= 0) & (c_codes >= 0)
+    same = [p for p in np.unique(pair[valid])  # a few pairs: one own_scale each
+            if own_scale(study, str(j_names[p // len(c_names)]),
+                         str(c_names[p % len(c_names)])) is None]
+    scores = scores[valid & np.isin(pair, same)]
     if len(vlm) < 2 or scores.empty:
         return pd.DataFrame(columns=columns)
     grouped = scores.groupby(["output_id", "criterion"]).score.agg(["mean", "size"])
@@ -184,6 +220,20 @@ def _row(judge: str, criterion: str, group: str, reference: str, x: np.ndarray,
         row["note"] = "; ".join(str(p) for p in (row["note"], "judge on its own scale: no MAE or "
                                             "bias") if p)
     return row
+
+
+def _positions(index: pd.Index, within: pd.Index) -> np.ndarray | None:
+    """For each label of ``index`` (unique), its position in ``within`` (-1 where absent),
+    or None when a label of ``index`` is in ``within`` more than once. One membership test
+    over ``within`` and lookups in ``index`` (small, and reused across judges), instead of
+    a hash table of every judge's outputs."""
+    found = np.flatnonzero(isin(within, index))
+    at = index.get_indexer(within[found])
+    if (at < 0).any() or len(np.unique(at)) != len(at):
+        return None
+    out = np.full(len(index), -1, dtype=np.int64)
+    out[at] = found
+    return out
 
 
 def _judge_order(names: list[str]) -> list[str]:
@@ -218,20 +268,32 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
             g_loo = loo if members is None else loo[isin(loo.output_id, members)]
             g_humans = hc if members is None else hc[isin(hc.output_id, members)]
             paired_pairs: dict[str, pd.DataFrame] = {}
+            loo_at = g_mean.index.get_indexer(g_loo.output_id)  # each pair's output in g_mean
             for judge in each_judge(order, on_judge, f", {criterion}" if members is None
                                     else f", {criterion}, {group}"):
                 scores = by_judge[judge]
                 same = own_scale(study, judge, criterion) is None
-                common = g_mean.index.intersection(scores.index)
+                values = scores.to_numpy()
+                pos = _positions(g_mean.index, scores.index)
+                if pos is None:  # an output scored twice: label lookups, as pandas does them
+                    common = g_mean.index.intersection(scores.index)
+                    judge_mean, human_mean = scores[common].to_numpy(), g_mean[common].to_numpy()
+                else:
+                    matched = pos >= 0
+                    common = g_mean.index[matched]
+                    judge_mean, human_mean = values[pos[matched]], g_mean.to_numpy()[matched]
                 if len(common):
-                    rows.append(_row(judge, criterion, group, HUMAN_MEAN,
-                                     scores[common].to_numpy(), g_mean[common].to_numpy(),
-                                     common.to_numpy(), same_scale=same, n_boot=n_boot,
-                                     seed=seed))
-                pairs = g_loo[isin(g_loo.output_id, scores.index)]
+                    rows.append(_row(judge, criterion, group, HUMAN_MEAN, judge_mean,
+                                     human_mean, common.to_numpy(), same_scale=same,
+                                     n_boot=n_boot, seed=seed))
+                if pos is None or (loo_at < 0).any():
+                    pairs = g_loo[isin(g_loo.output_id, scores.index)]
+                    judge_loo = scores[pairs.output_id].to_numpy()
+                else:
+                    at = pos[loo_at]
+                    pairs, judge_loo = g_loo[at >= 0], values[at[at >= 0]]
                 if len(pairs):
-                    rows.append(_row(judge, criterion, group, LOO_MEAN,
-                                     scores[pairs.output_id].to_numpy(),
+                    rows.append(_row(judge, criterion, group, LOO_MEAN, judge_loo,
                                      pairs.others.to_numpy(), pairs.output_id.to_numpy(),
                                      same_scale=same, n_boot=n_boot, seed=seed))
                     if len(pairs) < len(g_loo):
@@ -252,12 +314,12 @@ def ratings_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
                          "n_pooled": "Int64", "n_left_out": "Int64"}) if len(table) else table
 
 
-def _corr_set(x: pd.Series, y: pd.Series) -> dict[str, tuple[float, int, frozenset[str]]]:
+def _corr_set(x: pd.Series, y: pd.Series) -> dict[str, tuple[float, int, pd.Index]]:
     """PLCC, SRCC, Kendall of two score series on their common outputs, each with the
     number of those outputs and the outputs themselves."""
     common = x.index.intersection(y.index)
     a, b = x[common], y[common]
-    outputs = frozenset(map(str, common))
+    outputs = common
     if len(common) < 3 or a.nunique() < 2 or b.nunique() < 2:
         return {k: (np.nan, len(common), outputs) for k in _STATS}
     return {"plcc": (a.corr(b), len(common), outputs),
@@ -266,7 +328,7 @@ def _corr_set(x: pd.Series, y: pd.Series) -> dict[str, tuple[float, int, frozens
 
 
 def _pooled_row(who: str, criterion: str, group: str, reference: str,
-                stats: list[dict[str, tuple[float, int, frozenset[str]]]],
+                stats: list[dict[str, tuple[float, int, pd.Index]]],
                 paired: str = "") -> dict[str, object] | None:
     if not stats:
         return None
@@ -281,7 +343,7 @@ def _pooled_row(who: str, criterion: str, group: str, reference: str,
         if stat == "plcc":
             kept = [v for v in values if np.isfinite(v[0]) and v[1] >= MIN_POOL_ITEMS]
             row["n_pooled"], row["n_left_out"] = used, left
-            row["n_items"] = len(frozenset().union(*(v[2] for v in kept))) if kept else 0
+            row["n_items"] = _n_distinct([v[2] for v in kept])
             row["n_pairs"] = sum(v[1] for v in kept)
     notes = ["Fisher-z pool: no interval"]
     if row["n_left_out"]:
@@ -289,6 +351,14 @@ def _pooled_row(who: str, criterion: str, group: str, reference: str,
                      f"{MIN_POOL_ITEMS} common outputs or undefined)")
     row["note"] = "; ".join(notes)
     return row
+
+
+def _n_distinct(indexes: list[pd.Index]) -> int:
+    """How many distinct outputs the output indexes hold together (0 for none)."""
+    if not indexes:
+        return 0
+    return len(pd.unique(np.concatenate([i.astype(str).to_numpy(dtype=object)
+                                         for i in indexes])))
 
 
 def _pairwise_rows(humans: pd.DataFrame, by_judge: dict[str, pd.Series], order: list[str],
@@ -301,13 +371,13 @@ def _pairwise_rows(humans: pd.DataFrame, by_judge: dict[str, pd.Series], order: 
     couples = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
     rows = [_pooled_row(HUMAN_PAIRWISE, criterion, group, PAIRWISE,
                         [_corr_set(by_annotator[a], by_annotator[b]) for a, b in couples])]
-    rated = set(humans.output_id)
+    rated = humans.output_id.drop_duplicates()
     for judge in order:
         scores = by_judge[judge]
         rows.append(_pooled_row(judge, criterion, group, SINGLE,
                                 [_corr_set(scores, by_annotator[a]) for a in names]))
-        if couples and not rated <= set(scores.index):
-            mine = set(scores.index)
+        if couples and not isin(rated, scores.index).all():  # not every rated output
+            mine = scores.index
             rows.append(_pooled_row(
                 HUMAN_PAIRWISE, criterion, group, PAIRWISE,
                 [_corr_set(by_annotator[a][isin(by_annotator[a].index, mine)], by_annotator[b])

@@ -254,7 +254,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
     def alt_tests() -> pd.DataFrame:
         run = run_alt_tests(study, epsilon=options.epsilon,
                             unanswered=unanswered,  # type: ignore[arg-type]
-                            on_judge=judges("alt_test"))
+                            on_judge=judges("alt_test"), decided=decided)
         alt["annotators"] = run.annotators
         return run.summary
 
