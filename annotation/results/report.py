@@ -55,7 +55,7 @@ import functools
 import gc
 import html
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,22 +128,23 @@ class ReportOptions:
                              f"{self.unanswered!r}")
 
 
-def _judge_wide(study: StudyData, criterion: str) -> tuple[pd.DataFrame, pd.Series]:
-    """Judges' scores (outputs x judges) and the human mean for one criterion."""
+def _judge_wides(study: StudyData) -> Iterator[tuple[str, pd.DataFrame, pd.Series]]:
+    """Per criterion (the study's, then ``average``): the judges' scores (outputs x
+    judges) and the human mean. The averages are added once for every criterion."""
     criteria = list(study.criteria.name)
     humans = with_average(study.human_scores, "annotator", criteria)
     judges = with_average(study.judge_scores, "judge", criteria)
-    human = humans[humans.criterion == criterion].groupby("output_id").score.mean()
-    wide = judges[judges.criterion == criterion].pivot_table(index="output_id", columns="judge",
-                                                             values="score")
-    return wide, human
+    for criterion in [*criteria, AVERAGE]:
+        human = humans[humans.criterion == criterion].groupby("output_id").score.mean()
+        wide = judges[judges.criterion == criterion].pivot_table(
+            index="output_id", columns="judge", values="score")
+        yield criterion, wide, human
 
 
 def judge_comparisons(study: StudyData, options: ReportOptions) -> pd.DataFrame:
     """Pairs of judges against the same human means (see the module docstring)."""
     rows = []
-    for criterion in [*study.criteria.name, AVERAGE]:
-        wide, human = _judge_wide(study, criterion)
+    for criterion, wide, human in _judge_wides(study):
         for a, b in itertools.combinations(sorted(wide.columns), 2):
             frame = pd.concat([wide[a], wide[b], human.rename("human")], axis=1).dropna()
             n = len(frame)
@@ -176,8 +177,7 @@ def system_table(study: StudyData, options: ReportOptions) -> pd.DataFrame:
     """Per criterion and judge: ranking of generators by judge vs by humans."""
     generators = study.outputs.set_index("output_id").generator
     rows = []
-    for criterion in [*study.criteria.name, AVERAGE]:
-        wide, human = _judge_wide(study, criterion)
+    for criterion, wide, human in _judge_wides(study):
         if wide.empty or human.empty:
             continue
         frame = wide.join(human.rename("__human__"), how="inner")
