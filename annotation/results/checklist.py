@@ -554,7 +554,8 @@ def mcnemar_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     # ``Index.intersection`` gave: it keeps the left side's order)
     by_judge = {str(j): g for j, g in judges.groupby("judge", sort=True)}
     codes, uniques = pd.factorize(np.concatenate(
-        [g.key.to_numpy(dtype=object) for g in by_judge.values()]
+        [np.empty(0, dtype=object)]  # no judge and no reference: no keys
+        + [g.key.to_numpy(dtype=object) for g in by_judge.values()]
         + [ref.index.to_numpy(dtype=object) for ref in references.values()]))
     n_keys, start = len(uniques), 0
 
