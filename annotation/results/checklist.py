@@ -573,7 +573,7 @@ def mcnemar_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     for j, g in by_judge.items():
         mine, where = aligned(len(g))
         judged[j] = (mine, where, g.answer.to_numpy(dtype=object),
-                     _output_of(pd.Index(g.key.to_numpy(dtype=object), dtype=object)))
+                     g.key.to_numpy(dtype=object))
     refs = {}
     for name, ref in references.items():
         _mine, where = aligned(len(ref))
@@ -581,8 +581,8 @@ def mcnemar_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     rows = []
     for reference, (ref_where, ref_answers) in refs.items():
         for a, b in itertools.combinations(sorted(by_judge), 2):
-            codes_a, _where_a, answers_a, outputs_a = judged[a]
-            _codes_b, where_b, answers_b, _outputs_b = judged[b]
+            codes_a, _where_a, answers_a, keys_a = judged[a]
+            _codes_b, where_b, answers_b, _keys_b = judged[b]
             at_b, at_ref = where_b[codes_a], ref_where[codes_a]
             both = (at_b >= 0) & (at_ref >= 0)
             if not both.any():
@@ -590,8 +590,9 @@ def mcnemar_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
             truth = ref_answers[at_ref[both]]
             right_a = _equal(answers_a[both], truth)
             right_b = _equal(answers_b[at_b[both]], truth)
+            common = pd.Index(keys_a[both], dtype=object)
             exact = mcnemar_exact(right_a, right_b)
-            clustered = clustered_mcnemar(right_a, right_b, outputs_a[both],
+            clustered = clustered_mcnemar(right_a, right_b, _output_of(common),
                                           n_boot=n_boot, seed=seed).iloc[0]
             rows.append({"reference": reference, "judge_a": a, "judge_b": b,
                          "n_decisions": exact.n, "accuracy_a": right_a.mean(),
