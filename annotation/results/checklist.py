@@ -274,7 +274,9 @@ class _Decisions:
 
 
 def _unique_keys(codes: np.ndarray, what: str) -> None:
-    if len(np.unique(codes)) != len(codes):
+    """Raise if a key code (a :class:`_Keys` code, -1 for a missing key) repeats: counted in
+    one pass (``np.unique`` would sort the codes)."""
+    if len(codes) and np.bincount(codes + 1).max() > 1:
         raise ValueError(f"{what}: a decision appears more than once")
 
 
@@ -508,6 +510,13 @@ def leniency_table(study: StudyData, *, by: GroupBy = None, unanswered: Unanswer
 
 
 # ---------------------------------------------------------------------------- judges compared
+def _equal(answers: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Per decision, whether the answer is the reference's (object arrays of labels; a
+    missing reference is never equal)."""
+    missing = pd.isna(truth)
+    return np.asarray((answers == truth) & ~missing, dtype=bool)
+
+
 MCNEMAR_COLUMNS = ["reference", "judge_a", "judge_b", "n_decisions", "accuracy_a",
                    "accuracy_b", "a_right_b_wrong", "a_wrong_b_right", "mcnemar_p",
                    # added in the statistical-truth release
@@ -540,16 +549,48 @@ def mcnemar_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
         study.questions[["question_id", "pass_answer"]], on="question_id")
     if not expected.empty:
         references[EXPECTED] = expected.set_index("key").pass_answer
-    by_judge = {str(j): g.set_index("key").answer for j, g in judges.groupby("judge",
-                                                                            sort=True)}
+    # every key as an integer code (one hash of the strings); each judge's and reference's
+    # answers then align by position, in judge A's order (the order
+    # ``Index.intersection`` gave: it keeps the left side's order)
+    by_judge = {str(j): g for j, g in judges.groupby("judge", sort=True)}
+    codes, uniques = pd.factorize(np.concatenate(
+        [np.empty(0, dtype=object)]  # no judge and no reference: no keys
+        + [g.key.to_numpy(dtype=object) for g in by_judge.values()]
+        + [ref.index.to_numpy(dtype=object) for ref in references.values()]))
+    n_keys, start = len(uniques), 0
+
+    def aligned(n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The next ``n`` key codes and each key's position among them (-1: absent)."""
+        nonlocal start
+        mine = codes[start:start + n]
+        start += n
+        where = np.full(n_keys + 1, -1, dtype=np.int64)  # [-1]: a missing key, never found
+        where[mine] = np.arange(n)
+        where[-1] = -1
+        return mine, where
+
+    judged = {}
+    for j, g in by_judge.items():
+        mine, where = aligned(len(g))
+        judged[j] = (mine, where, g.answer.to_numpy(dtype=object),
+                     g.key.to_numpy(dtype=object))
+    refs = {}
+    for name, ref in references.items():
+        _mine, where = aligned(len(ref))
+        refs[name] = (where, ref.to_numpy(dtype=object))
     rows = []
-    for reference, ref in references.items():
+    for reference, (ref_where, ref_answers) in refs.items():
         for a, b in itertools.combinations(sorted(by_judge), 2):
-            common = by_judge[a].index.intersection(by_judge[b].index).intersection(ref.index)
-            if not len(common):
+            codes_a, _where_a, answers_a, keys_a = judged[a]
+            _codes_b, where_b, answers_b, _keys_b = judged[b]
+            at_b, at_ref = where_b[codes_a], ref_where[codes_a]
+            both = (at_b >= 0) & (at_ref >= 0)
+            if not both.any():
                 continue
-            right_a = (by_judge[a][common] == ref[common]).to_numpy()
-            right_b = (by_judge[b][common] == ref[common]).to_numpy()
+            truth = ref_answers[at_ref[both]]
+            right_a = _equal(answers_a[both], truth)
+            right_b = _equal(answers_b[at_b[both]], truth)
+            common = pd.Index(keys_a[both], dtype=object)
             exact = mcnemar_exact(right_a, right_b)
             clustered = clustered_mcnemar(right_a, right_b, _output_of(common),
                                           n_boot=n_boot, seed=seed).iloc[0]

@@ -46,6 +46,7 @@ __all__ = [
     "majority",
     "mcnemar_exact",
     "normalize_label",
+    "paired_flags",
     "scott_pi",
     "wilson_interval",
 ]
@@ -209,6 +210,23 @@ class McNemar:
     p: float
 
 
+def paired_flags(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Two aligned right/wrong sequences as booleans: ``(a, b, keep)`` with the pairs where
+    either side is missing dropped from ``a`` and ``b`` (``keep``: which pairs were kept).
+    Boolean arrays have nothing missing and are used as they are (no Python object per
+    pair); anything else is read as objects, missing = None/NaN, else truthiness."""
+    if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == bool
+            and b.dtype == bool and a.ndim == b.ndim == 1):
+        if len(a) != len(b):
+            raise ValueError(f"length mismatch: {len(a)} != {len(b)}")
+        return a, b, np.ones(len(a), dtype=bool)
+    sa, sb = pd.Series(list(a), dtype=object), pd.Series(list(b), dtype=object)
+    if len(sa) != len(sb):
+        raise ValueError(f"length mismatch: {len(sa)} != {len(sb)}")
+    keep = (sa.notna() & sb.notna()).to_numpy()
+    return sa[keep].astype(bool).to_numpy(), sb[keep].astype(bool).to_numpy(), keep
+
+
 def mcnemar_exact(a_correct: Any, b_correct: Any) -> McNemar:
     """Exact McNemar (1947) test of two judges scored on the same questions, two-sided.
 
@@ -218,11 +236,7 @@ def mcnemar_exact(a_correct: Any, b_correct: Any) -> McNemar:
     (the exact binomial test; Fagerland, Lydersen & Laake 2013, BMC Med Res Methodol
     13:91, eq. 2). No discordant pairs gives ``p = 1``.
     """
-    sa, sb = pd.Series(list(a_correct), dtype=object), pd.Series(list(b_correct), dtype=object)
-    if len(sa) != len(sb):
-        raise ValueError(f"length mismatch: {len(sa)} != {len(sb)}")
-    keep = ~(sa.isna() | sb.isna())
-    xa, xb = sa[keep].astype(bool).to_numpy(), sb[keep].astype(bool).to_numpy()
+    xa, xb, keep = paired_flags(a_correct, b_correct)
     b = int(np.sum(xa & ~xb))
     c = int(np.sum(~xa & xb))
     m = b + c

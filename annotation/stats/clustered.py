@@ -44,7 +44,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from annotation.stats.agreement import agreement_from_table, normalize_label, wilson_interval
+from annotation.stats.agreement import (
+    agreement_from_table,
+    normalize_label,
+    paired_flags,
+    wilson_interval,
+)
 from annotation.stats.correlation import percentile_interval
 
 __all__ = ["MIN_CLUSTERS", "ClusteredProportion", "cluster_bootstrap", "cluster_counts",
@@ -283,13 +288,8 @@ def clustered_mcnemar(right_a: Any, right_b: Any, clusters: Any = None, *, n_boo
     eq. 3) clustered McNemar, chi-square with 1 df (p = 1 without discordant decisions),
     ``n_boot`` (resamples used) and ``note``.
     """
-    sa = pd.Series(list(right_a), dtype=object)
-    sb = pd.Series(list(right_b), dtype=object)
-    if len(sa) != len(sb):
-        raise ValueError(f"length mismatch: {len(sa)} != {len(sb)}")
-    codes, _ = _codes(clusters, len(sa))
-    keep = (sa.notna() & sb.notna()).to_numpy()
-    xa, xb = sa[keep].astype(bool).to_numpy(), sb[keep].astype(bool).to_numpy()
+    xa, xb, keep = paired_flags(right_a, right_b)
+    codes, _ = _codes(clusters, len(keep))
     kept = codes[keep]
     kept = np.unique(kept, return_inverse=True)[1].reshape(-1) if len(kept) else kept
     k = int(kept.max()) + 1 if len(kept) else 0
