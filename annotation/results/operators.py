@@ -68,30 +68,104 @@ def passes(answers: pd.DataFrame, questions: pd.DataFrame, who: str) -> pd.DataF
     return scored[[who, "output_id", "question_id", "passed"]].reset_index(drop=True)
 
 
+def _lexicographic_keys(codes: list[np.ndarray], sizes: list[int]) -> list[np.ndarray]:
+    """Per row, one int64 key per prefix of ``codes`` (codes 0..size-1 of sorted uniques):
+    key ``k`` orders and groups the rows as a sorted groupby by the first ``k + 1`` columns
+    does. A prefix whose key could overflow is first renumbered densely (same order)."""
+    key = codes[0].astype(np.int64)
+    keys = [key]
+    for column, size in zip(codes[1:], sizes[1:], strict=True):
+        if (int(key.max(initial=0)) + 1) * max(size, 1) >= 2 ** 62:
+            key = np.unique(key, return_inverse=True)[1].astype(np.int64)
+        key = key * size + column
+        keys.append(key)
+    return keys
+
+
+def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start of each run of equal keys, run number of each position) of sorted keys."""
+    new = np.empty(len(sorted_keys), dtype=bool)
+    new[:1] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=new[1:])
+    return np.flatnonzero(new), np.cumsum(new) - 1
+
+
+def group_means(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """``pd.Series(values).groupby(groups).mean()`` for dense group ids 0..n_groups-1, each
+    present: the same floats. Whole numbers (0/1 pass decisions, and the means of
+    one-question instances) are summed with ``np.bincount``: their sums are exact either
+    way, and the mean is that sum over the count, as pandas divides. Anything else, or a
+    missing value, goes to pandas (its compensated sum depends on the order)."""
+    if (np.isfinite(values).all() and bool((values == np.round(values)).all())
+            and float(np.abs(values).sum()) < 2.0 ** 52):
+        return (np.bincount(groups, weights=values, minlength=n_groups)
+                / np.bincount(groups, minlength=n_groups))
+    return pd.Series(values).groupby(groups).mean().to_numpy()
+
+
 def operator_scores(passed: pd.DataFrame, questions: pd.DataFrame, who: str) -> pd.DataFrame:
-    """Per (who, output, operator) the TRACE operator score, plus operator ``all``."""
+    """Per (who, output, operator) the TRACE operator score, plus operator ``all``.
+
+    The same floats as the means of ``groupby([who, output_id, operator, target])`` of the
+    decisions joined to their questions and of its levels, in the same order, grouped on
+    integer codes instead of strings (:func:`group_means`). Decisions on a question not in
+    ``questions``, or without a ``who`` or output, are left out (as that groupby drops
+    them)."""
+    columns = [who, "output_id", "operator", "score"]
     if passed.empty:
-        return pd.DataFrame(columns=[who, "output_id", "operator", "score"])
+        return pd.DataFrame(columns=columns)
     q = questions.set_index("question_id")[["operator", "target"]].fillna("")
-    merged = passed.join(q, on="question_id")
-    merged["operator"] = merged["operator"].replace("", "(none)")
-    instances = merged.groupby([who, "output_id", "operator", "target"]).passed.mean()
-    per_operator = instances.groupby(level=[0, 1, 2]).mean().rename("score").reset_index()
-    case = instances.groupby(level=[0, 1]).mean().rename("score").reset_index()
+    if not q.index.is_unique:
+        raise ValueError("operator_scores: question ids are not unique")
+    q["operator"] = q["operator"].replace("", "(none)")
+    op_codes, op_names = pd.factorize(q["operator"], sort=True)
+    target_codes, _ = pd.factorize(q["target"], sort=True)
+    q_codes, q_ids = pd.factorize(passed["question_id"])
+    position = q.index.get_indexer(q_ids)  # per distinct question id; -1: unknown
+    row_q = np.where(q_codes >= 0, position[q_codes], -1)
+    who_codes, who_names = pd.factorize(passed[who], sort=True)
+    out_codes, out_names = pd.factorize(passed["output_id"], sort=True)
+    keep = (row_q >= 0) & (who_codes >= 0) & (out_codes >= 0)
+    if not keep.any():
+        return pd.DataFrame(columns=columns)
+    row_q = row_q[keep]
+    row_who, row_out = who_codes[keep], out_codes[keep]
+    row_op, row_target = op_codes[row_q], target_codes[row_q]
+    values = passed["passed"].to_numpy(dtype=float)[keep]
+    by_case, by_operator, by_instance = _lexicographic_keys(
+        [row_who, row_out, row_op, row_target],
+        [len(who_names), len(out_names), len(op_names), int(target_codes.max()) + 1])[1:]
+    order = np.argsort(by_instance, kind="stable")
+    start, run = _runs(by_instance[order])
+    instance = np.empty(len(order), dtype=np.intp)
+    instance[order] = run
+    first = order[start]  # each instance's first row, instances in sorted order
+    means = group_means(values, instance, len(first))
+
+    def level(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(a row of each group, the mean of its instances' means)."""
+        begin, group = _runs(keys[first])  # sorted: the instances are
+        return first[begin], group_means(means, group, len(begin))
+
+    rows, scores = level(by_operator)
+    per_operator = pd.DataFrame({who: who_names.take(row_who[rows]),
+                                 "output_id": out_names.take(row_out[rows]),
+                                 "operator": op_names.take(row_op[rows]), "score": scores})
+    rows, scores = level(by_case)
+    case = pd.DataFrame({who: who_names.take(row_who[rows]),
+                         "output_id": out_names.take(row_out[rows]), "score": scores})
     case["operator"] = ALL
-    return pd.concat([per_operator, case[[who, "output_id", "operator", "score"]]],
-                     ignore_index=True)
+    return pd.concat([per_operator, case[columns]], ignore_index=True)
 
 
 def _scores(d: StudyDecisions, study: StudyData) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-annotator scores, per-judge scores incl. the mean ensemble) by output and
     operator, from the gated decisions."""
-    human = d.human[d.human.passed.notna()]
-    humans = operator_scores(human[["annotator", "output_id", "question_id", "passed"]],
-                             study.questions, "annotator")
-    judged = d.judges[(d.judges.judge != MAJORITY_ENSEMBLE) & d.judges.passed.notna()]
-    judges = operator_scores(judged[["judge", "output_id", "question_id", "passed"]],
-                             study.questions, "judge")
+    human = d.human[["annotator", "output_id", "question_id", "passed"]]
+    humans = operator_scores(human[human.passed.notna()], study.questions, "annotator")
+    judged = d.judges[["judge", "output_id", "question_id", "passed"]]
+    judges = operator_scores(judged[(judged.judge != MAJORITY_ENSEMBLE)
+                                    & judged.passed.notna()], study.questions, "judge")
     vlm = [str(n) for n, k in zip(study.judges.name, study.judges.kind, strict=True)
            if k == "vlm"]
     mine = judges[judges.judge.isin(vlm)]
