@@ -69,8 +69,10 @@ def _judge_means(scores: pd.DataFrame) -> dict[object, dict[str, pd.Series]]:
     key = (criterion.astype(np.int64) * n_judges + judge) * n_outputs + output
     means = scores.score[keep].groupby(key[keep]).mean()
     keys = means.index.to_numpy()
+    if not len(keys):
+        return {}
     group = keys // n_outputs  # (criterion, judge); sorted, as the keys are
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(keys) else keys
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     out: dict[object, dict[str, pd.Series]] = {}
     for a, b in zip(starts, [*starts[1:], len(keys)], strict=True):
         c, j = divmod(int(group[a]), n_judges)
