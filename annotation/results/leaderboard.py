@@ -44,7 +44,7 @@ from annotation.results.checklist import HUMAN_MAJORITY, StudyDecisions
 from annotation.results.design import not_uniform
 from annotation.results.study import StudyData
 from annotation.results.tiif import image_scores
-from annotation.stats.membership import isin
+from annotation.stats.membership import isin, positions
 from annotation.stats.ppi import ppi_mean
 
 CHECKLIST = "checklist"
@@ -56,17 +56,43 @@ COLUMNS = ["judge", "measure", "generator", "design", "n_outputs", "n_labeled",
            "n_outside_sample"]
 
 
+def _judge_means(scores: pd.DataFrame) -> dict[object, dict[str, pd.Series]]:
+    """Per criterion and judge (in sorted order) the judge's mean score per output (index
+    ``output_id``, sorted): what ``groupby("output_id").score.mean()`` of each criterion's
+    and judge's rows gives (the same rows in the same order: the same floats), from one
+    grouping on integer codes."""
+    criterion, criteria = pd.factorize(scores.criterion)
+    judge, judges = pd.factorize(scores.judge, sort=True)
+    output, outputs = pd.factorize(scores.output_id, sort=True)
+    keep = (criterion >= 0) & (judge >= 0) & (output >= 0)
+    n_judges, n_outputs = max(len(judges), 1), max(len(outputs), 1)
+    key = (criterion.astype(np.int64) * n_judges + judge) * n_outputs + output
+    means = scores.score[keep].groupby(key[keep]).mean()
+    keys = means.index.to_numpy()
+    if not len(keys):
+        return {}
+    group = keys // n_outputs  # (criterion, judge); sorted, as the keys are
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    out: dict[object, dict[str, pd.Series]] = {}
+    for a, b in zip(starts, [*starts[1:], len(keys)], strict=True):
+        c, j = divmod(int(group[a]), n_judges)
+        index = pd.Index(outputs.take(keys[a:b] % n_outputs), name="output_id")
+        out.setdefault(criteria[c], {})[str(judges[j])] = pd.Series(
+            means.to_numpy()[a:b], index=index, name="score")
+    return out
+
+
 def measure_scores(study: StudyData, decided: StudyDecisions | None
             ) -> list[tuple[str, pd.Series, dict[str, pd.Series]]]:
     """(measure, human score per output, {judge: its score per output})."""
     out = []
     humans = study.human_scores.groupby(["criterion", "output_id"]).score.mean()
     scored = set(humans.index.get_level_values(0))
+    judged = _judge_means(study.judge_scores)
     for criterion in dict.fromkeys(study.criteria.name):
         if criterion not in scored:
             continue
-        sub = study.judge_scores[study.judge_scores.criterion == criterion]
-        mine = {str(j): g.groupby("output_id").score.mean() for j, g in sub.groupby("judge")}
+        mine = judged.get(criterion, {})
         if mine:
             out.append((str(criterion), humans.loc[criterion], mine))
     if decided is not None and len(decided.majority) and len(decided.judges):
@@ -79,6 +105,20 @@ def measure_scores(study: StudyData, decided: StudyDecisions | None
     return out
 
 
+def _aligned(values: pd.Series, ids: pd.Index) -> np.ndarray:
+    """``values.reindex(ids).to_numpy(float)``, the labels looked up in C
+    (:func:`annotation.stats.membership.positions`)."""
+    if not ids.is_unique:
+        return values.reindex(ids).to_numpy(dtype=float)
+    at = positions(values.index, ids)  # where each value goes; -1: not an output
+    found = at >= 0
+    if np.bincount(at[found], minlength=len(ids)).max(initial=0) > 1:  # repeated labels
+        return values.reindex(ids).to_numpy(dtype=float)
+    out = np.full(len(ids), np.nan)
+    out[at[found]] = values.to_numpy(dtype=float)[found]
+    return out
+
+
 def leaderboard_table(study: StudyData, decided: StudyDecisions | None = None, *,
                       conf: float = 0.95) -> pd.DataFrame:
     """The ``leaderboard.csv`` table (module docstring)."""
@@ -87,24 +127,33 @@ def leaderboard_table(study: StudyData, decided: StudyDecisions | None = None, *
     offered = study.offered or frozenset(study.outputs.output_id)
     problem = not_uniform(study.design, complete=offered <= scored)
     generator = study.outputs.set_index("output_id").generator
+    output_ids = generator.index
+    # per generator the positions of its outputs (in the outputs' order); whether each
+    # output is in the current sample: the same for every measure and judge
+    names = generator.astype(str).to_numpy()
+    where = {gen: np.flatnonzero(names == gen) for gen in sorted(set(names))}
+    in_sample = isin(output_ids, offered)
     rows: list[dict[str, Any]] = []
     for measure, human, by_judge in measure_scores(study, decided):
+        human_of = _aligned(human, output_ids)
         for judge, judged in sorted(by_judge.items()):
+            judge_of = _aligned(judged, output_ids)
             block = []
-            for gen in sorted(generator.unique().astype(str)):
-                ids = generator.index[generator.astype(str) == gen]
-                f_all = judged.reindex(ids).dropna()
-                y_all = human.reindex(f_all.index).dropna()
-                y = y_all[isin(y_all.index, offered)]  # only the current sample's
-                fu = f_all.drop(y.index)
-                result = ppi_mean(y.to_numpy(), f_all.reindex(y.index).to_numpy(),
-                                  fu.to_numpy(), conf=conf).iloc[0]
+            for gen, at in where.items():
+                f_all = judge_of[at]
+                y_all = human_of[at]
+                rated = ~np.isnan(f_all)  # the generator's outputs the judge scored
+                labeled = rated & ~np.isnan(y_all)  # ... and the humans too
+                sample = labeled & in_sample[at]  # only the current sample's
+                result = ppi_mean(y_all[sample], f_all[sample], f_all[rated & ~sample],
+                                  conf=conf).iloc[0]
                 row: dict[str, Any] = {
                     "judge": judge, "measure": measure, "generator": gen, "design": mode,
-                    "n_outputs": len(f_all), **{k: result[k] for k in (
+                    "n_outputs": int(rated.sum()), **{k: result[k] for k in (
                         "n_labeled", "n_unlabeled", "judge_mean", "human_mean", "human_lo",
                         "human_hi", "estimate", "lo", "hi", "lam")},
-                    "note": result["note"], "n_outside_sample": len(y_all) - len(y)}
+                    "note": result["note"],
+                    "n_outside_sample": int(labeled.sum() - sample.sum())}
                 if problem:  # both estimates from the humans' outputs would be biased
                     row.update(estimate=np.nan, lo=np.nan, hi=np.nan, lam=np.nan,
                                human_mean=np.nan, human_lo=np.nan, human_hi=np.nan,

@@ -82,7 +82,11 @@ from annotation.results.export import neutralize_table as neutralize_table  # re
 from annotation.results.groups import conflict_scores_table, group_scores_table
 from annotation.results.judge_bias import bland_altman_table
 from annotation.results.leaderboard import leaderboard_table
-from annotation.results.operators import generator_table, operators_table
+from annotation.results.operators import (
+    generator_table,
+    operators_table,
+    study_operator_scores,
+)
 from annotation.results.paper_tables import trace_table, vif_table
 from annotation.results.progress import JudgeProgress
 from annotation.results.ratings import AVERAGE, pass_rate_rows, ratings_table, with_average
@@ -255,12 +259,16 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
 
     ``progress(name)`` is called as each table starts and, in the tables that loop over
     judges (ratings, checklist, alt_test), ``progress(name, "judge i of n: <judge>")`` as
-    each judge starts (:mod:`annotation.results.progress`)."""
+    each judge starts (:mod:`annotation.results.progress`). The operator scores are
+    likewise computed once for the three operator tables
+    (:func:`annotation.results.operators.study_operator_scores`)."""
     boot: dict[str, Any] = {"n_boot": options.n_boot, "seed": options.seed}
     unanswered = options.unanswered
     decided = study_decisions(study, unanswered)  # type: ignore[arg-type]
     tables: dict[str, pd.DataFrame] = {}
     alt: dict[str, pd.DataFrame] = {}
+    # the operator scores of the three operator tables, computed once, on first use
+    operator_scores = functools.cache(lambda: study_operator_scores(study, decided))
 
     def judges(name: str) -> JudgeProgress | None:
         if progress is None:
@@ -278,15 +286,15 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "ratings": lambda: _ratings(study, options, judges("ratings")),
         "checklist": lambda: checklist_table(study, by=options.by, decided=decided,
                                              on_judge=judges("checklist"), **boot),
-        "operators": lambda: operators_table(study, decided=decided, **boot),
+        "operators": lambda: operators_table(study, scores=operator_scores(), **boot),
         "reliability": lambda: reliability_table(study, by=options.by, **boot),
         "judge_comparisons": lambda: judge_comparisons(study, options),
         "checklist_comparisons": lambda: mcnemar_table(study, decided=decided, **boot),
         "system_level": lambda: system_table(study, options),
         "alt_test": alt_tests,
         "vif_table": lambda: vif_table(tables["ratings"]),
-        "trace_table": lambda: trace_table(study, tables["checklist"], decided=decided,
-                                           **boot),
+        "trace_table": lambda: trace_table(study, tables["checklist"],
+                                           scores=operator_scores(), **boot),
         "leniency": lambda: leniency_table(study, by=options.by, decided=decided),
         "bland_altman": lambda: bland_altman_table(study),
         "annotators": lambda: annotators_table(study),
@@ -295,7 +303,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
         "vif_conflicts": lambda: conflict_scores_table(study),
         "tiif_table": lambda: tiif.tiif_table(study, decided),
         "tiif_pairs": lambda: tiif.tiif_pairs(study, decided),
-        "trace_generators": lambda: generator_table(study, decided=decided),
+        "trace_generators": lambda: generator_table(study, scores=operator_scores()),
         "validation_set": lambda: validation_table(study, decided, **boot),
         "leaderboard": lambda: leaderboard_table(study, decided),
         "study_design": lambda: design_table(study),

@@ -5,7 +5,8 @@ builds one pyarrow scalar per *candidate* in Python before calling ``pyarrow.com
 so ``small.isin(big_index)`` costs microseconds per candidate, on every call: a report that
 asks "which of these 600 outputs are among the 25,000" once per judge and table spent most
 of its time there. :func:`isin` gives the same answer with both sides handed to
-``pyarrow.compute.is_in`` as arrays.
+``pyarrow.compute.is_in`` as arrays, and :func:`positions` ``Index.get_indexer``'s with
+``pyarrow.compute.index_in``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["isin"]
+__all__ = ["isin", "positions"]
 
 
 def _strings(values: Any) -> pa.Array | None:
@@ -59,3 +60,18 @@ def isin(values: Any, candidates: Iterable[Any]) -> np.ndarray:
     assert left is not None
     found = pc.is_in(left, value_set=right)
     return np.asarray(found.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def positions(values: Any, candidates: pd.Index) -> np.ndarray:
+    """``candidates.get_indexer(values)`` (``candidates`` unique): the position of each of
+    ``values`` in ``candidates``, -1 where it is not there. Pyarrow-backed strings on both
+    sides go to ``pyarrow.compute.index_in`` as arrays (missing matches missing, as in
+    pandas); anything else to pandas."""
+    if not candidates.is_unique:
+        raise ValueError("positions: the candidates are not unique")
+    left = _strings(values) if _arrow_strings(values) else None
+    right = _strings(candidates) if left is not None and _arrow_strings(candidates) else None
+    if left is None or right is None:
+        return np.asarray(candidates.get_indexer(values), dtype=np.intp)
+    found = pc.index_in(left, value_set=right)
+    return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.intp)
