@@ -210,7 +210,7 @@ def load_study(store: Store) -> StudyData:
         [{"annotator": a, **r} for a in gold_rows.annotation_people(store)
          for r in gold.records(store, a, tolerance)] if gold_items else [],
         columns=["annotator", "output_id", "compared", "correct"])
-    all_judgments = store.judgments_df()
+    all_judgments = store.judgments_df(raw=False)
     judgments = all_judgments[(all_judgments.parse_status == "ok")
                               & ~all_judgments.output_id.isin(not_items)]
     of_variants = ((all_judgments.parse_status == "ok")
