@@ -156,9 +156,14 @@ def _ensemble(judges: pd.DataFrame, vlm: list[str]) -> pd.DataFrame:
     votes = judges[judges.judge.isin(vlm) & judges.answer.isin(("yes", "no"))]
     if len(vlm) < 2 or votes.empty:
         return judges.iloc[0:0]
-    counts = _vote_counts(votes)
-    winner = _strict_majority(counts.n_yes, counts.n_no).dropna()
-    first = votes.drop_duplicates("key").set_index("key").reindex(winner.index)
+    by_key = votes.assign(n_yes=(votes.answer == "yes").astype(int),
+                          n_no=(votes.answer == "no").astype(int)).groupby("key", sort=True)
+    counts = by_key[["n_yes", "n_no"]].sum()
+    winner = _strict_majority(counts.n_yes, counts.n_no)
+    decided = winner.notna().to_numpy()
+    # the first vote's ids per key (one grouping for the counts and the ids)
+    first = by_key[["output_id", "question_id"]].first()[decided]
+    winner = winner[decided]
     return pd.DataFrame({"judge": ENSEMBLE, "output_id": first.output_id.to_numpy(),
                          "question_id": first.question_id.to_numpy(),
                          "answer": winner.to_numpy(), "gated": False, "imputed": False,
