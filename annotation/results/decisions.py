@@ -112,9 +112,17 @@ def decisions(answers: pd.DataFrame, questions: pd.DataFrame, who: str, *,
     decided = table.answer.isin(("yes", "no"))
     table["passed"] = np.where(decided, (table.answer == table.pass_answer).astype(float),
                                np.nan)
-    table["own_answer"] = table.own_answer.astype(object).where(table.own_answer.notna(), None)
+    table["own_answer"] = _shared_objects(table.own_answer)
     table = table.sort_values(key, kind="stable").reset_index(drop=True)
     return table[columns]
+
+
+def _shared_objects(values: pd.Series) -> pd.Series:
+    """``values`` as an object column, None where missing, every equal value one shared
+    Python object (a few answers over a million decisions: no string per row)."""
+    codes, uniques = pd.factorize(values)
+    table = np.append(np.asarray(uniques, dtype=object), None)
+    return pd.Series(table[codes], index=values.index, dtype=object)  # -1: the None
 
 
 def _with_question(answers: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
