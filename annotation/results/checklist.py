@@ -112,10 +112,31 @@ class StudyDecisions:
         return checklist_fit(self.human)
 
 
+def _text(column: pd.Series) -> pa.Array | None:
+    """``column`` as an Arrow large_string array, or None if it is not all text."""
+    try:
+        arr = pa.array(column, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if arr.null_count or not (pa.types.is_string(arr.type)
+                              or pa.types.is_large_string(arr.type)):
+        return None
+    return arr.cast(pa.large_string())
+
+
 def _keyed(df: pd.DataFrame) -> pd.DataFrame:
     """``key`` = output_id + SEP + question_id, as plain Python strings (object dtype:
-    membership tests on them hash, where Arrow strings would loop in Python)."""
-    key = (df.output_id.astype(object) + SEP + df.question_id.astype(object)).astype(object)
+    membership tests on them hash, where Arrow strings would loop in Python). Joined in
+    C when both columns are text without a missing value, else by Python's ``+``."""
+    parts = [_text(df[c]) for c in ("output_id", "question_id")]
+    if len(df) and parts[0] is not None and parts[1] is not None:
+        joined = pc.binary_join_element_wise(parts[0], parts[1],
+                                             pa.scalar(SEP, pa.large_string()))
+        key = pd.Series(np.asarray(joined.to_numpy(zero_copy_only=False), dtype=object),
+                        index=df.index, dtype=object)
+    else:
+        key = (df.output_id.astype(object) + SEP + df.question_id.astype(object)).astype(
+            object)
     return df.assign(key=key)
 
 
@@ -135,9 +156,14 @@ def _ensemble(judges: pd.DataFrame, vlm: list[str]) -> pd.DataFrame:
     votes = judges[judges.judge.isin(vlm) & judges.answer.isin(("yes", "no"))]
     if len(vlm) < 2 or votes.empty:
         return judges.iloc[0:0]
-    counts = _vote_counts(votes)
-    winner = _strict_majority(counts.n_yes, counts.n_no).dropna()
-    first = votes.drop_duplicates("key").set_index("key").reindex(winner.index)
+    by_key = votes.assign(n_yes=(votes.answer == "yes").astype(int),
+                          n_no=(votes.answer == "no").astype(int)).groupby("key", sort=True)
+    counts = by_key[["n_yes", "n_no"]].sum()
+    winner = _strict_majority(counts.n_yes, counts.n_no)
+    decided = winner.notna().to_numpy()
+    # the first vote's ids per key (one grouping for the counts and the ids)
+    first = by_key[["output_id", "question_id"]].first()[decided]
+    winner = winner[decided]
     return pd.DataFrame({"judge": ENSEMBLE, "output_id": first.output_id.to_numpy(),
                          "question_id": first.question_id.to_numpy(),
                          "answer": winner.to_numpy(), "gated": False, "imputed": False,

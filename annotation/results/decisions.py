@@ -71,7 +71,7 @@ def decisions(answers: pd.DataFrame, questions: pd.DataFrame, who: str, *,
         raise ValueError(f"unanswered must be one of {UNANSWERED}, got {unanswered!r}")
     columns = [who, *COLUMNS]
     q = questions[["question_id", "checklist_id", "pass_answer"]]
-    given = answers[[who, "output_id", "question_id", "answer"]].merge(q, on="question_id")
+    given = _with_question(answers[[who, "output_id", "question_id", "answer"]], q)
     given = given.rename(columns={"answer": "own_answer"})
     edges = questions[["question_id", "checklist_id", "depends_on"]].explode("depends_on")
     edges = edges.dropna(subset=["depends_on"]).rename(columns={"question_id": "child",
@@ -93,10 +93,7 @@ def decisions(answers: pd.DataFrame, questions: pd.DataFrame, who: str, *,
                 break
             found = grown
         gated = found.rename(columns={"child": "question_id"})
-    table = given.merge(gated.assign(gated=True), on=key, how="outer")
-    table["gated"] = table["gated"].astype("boolean").fillna(False).astype(bool)
-    if table.pass_answer.isna().any():  # gated questions nobody answered
-        table = table.drop(columns=["checklist_id", "pass_answer"]).merge(q, on="question_id")
+    table = _mark_gated(given, gated, edges.child, q, key)
     table["imputed"] = False
     if unanswered == "fail":
         if universe is None:
@@ -115,9 +112,55 @@ def decisions(answers: pd.DataFrame, questions: pd.DataFrame, who: str, *,
     decided = table.answer.isin(("yes", "no"))
     table["passed"] = np.where(decided, (table.answer == table.pass_answer).astype(float),
                                np.nan)
-    table["own_answer"] = table.own_answer.astype(object).where(table.own_answer.notna(), None)
+    table["own_answer"] = _shared_objects(table.own_answer)
     table = table.sort_values(key, kind="stable").reset_index(drop=True)
     return table[columns]
+
+
+def _shared_objects(values: pd.Series) -> pd.Series:
+    """``values`` as an object column, None where missing, every equal value one shared
+    Python object (a few answers over a million decisions: no string per row)."""
+    codes, uniques = pd.factorize(values)
+    table = np.append(np.asarray(uniques, dtype=object), None)
+    return pd.Series(table[codes], index=values.index, dtype=object)  # -1: the None
+
+
+def _with_question(answers: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
+    """``answers.merge(q, on="question_id")`` (inner, in the answers' order): by a lookup
+    of the question's columns when ``q`` has one row per question, else by the merge."""
+    if not q.question_id.is_unique:
+        return answers.merge(q, on="question_id")
+    at = pd.Index(q.question_id).get_indexer(answers.question_id)
+    known = at >= 0
+    out = answers[known].reset_index(drop=True) if not known.all() \
+        else answers.reset_index(drop=True)
+    at = at[known]
+    for column in q.columns.drop("question_id"):
+        out[column] = q[column].take(at).reset_index(drop=True)
+    return out
+
+
+def _mark_gated(given: pd.DataFrame, gated: pd.DataFrame, children: pd.Series,
+                q: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """``given`` with a ``gated`` flag from ``gated`` (rows of ``key``), plus a row for
+    every gated decision nobody answered (``own_answer`` missing, the question's columns
+    from ``q``): the rows of an outer merge on ``key``, in no particular order. Only the
+    answers to a question that has parents (``children``) are looked up."""
+    table = given.assign(gated=False)
+    if gated.empty:
+        return table
+    maybe = np.flatnonzero(given.question_id.isin(children).to_numpy())
+    hit = given.iloc[maybe][key].reset_index(drop=True).merge(
+        gated.assign(_gated=True), on=key, how="left")["_gated"].notna().to_numpy()
+    table.iloc[maybe[hit], table.columns.get_loc("gated")] = True
+    unanswered = gated.merge(given.iloc[maybe][key], on=key, how="left", indicator=True)
+    unanswered = unanswered.loc[unanswered["_merge"] == "left_only", key]
+    if unanswered.empty:
+        return table
+    extra = unanswered.merge(q, on="question_id")
+    extra = extra.assign(own_answer=pd.Series(np.nan, index=extra.index).astype(
+        given.own_answer.dtype), gated=True)
+    return pd.concat([table, extra[table.columns]], ignore_index=True)
 
 
 def human_decisions(study: StudyData) -> pd.DataFrame:

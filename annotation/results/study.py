@@ -210,9 +210,10 @@ def load_study(store: Store) -> StudyData:
         [{"annotator": a, **r} for a in gold_rows.annotation_people(store)
          for r in gold.records(store, a, tolerance)] if gold_items else [],
         columns=["annotator", "output_id", "compared", "correct"])
-    all_judgments = store.judgments_df()
-    judgments = all_judgments[(all_judgments.parse_status == "ok")
-                              & ~all_judgments.output_id.isin(not_items)]
+    all_judgments = store.judgments_df(raw=False)
+    # masks, not a filtered copy of every judgment: the peak memory of a large study
+    parsed = (all_judgments.parse_status == "ok").to_numpy()
+    judged = parsed & ~all_judgments.output_id.isin(not_items).to_numpy()
     of_variants = ((all_judgments.parse_status == "ok")
                    & all_judgments.output_id.isin(variant_outputs.output_id))
     variant_scores = all_judgments.loc[of_variants & all_judgments.criterion.notna(),
@@ -223,10 +224,11 @@ def load_study(store: Store) -> StudyData:
                                    ["output_id", "annotator", "criterion", "score"]]
     human_answers = annotations.loc[annotations.question_id.notna(),
                                     ["output_id", "annotator", "question_id", "answer"]]
-    judge_scores = judgments.loc[judgments.criterion.notna(),
-                                 ["output_id", "judge", "criterion", "score"]]
-    judge_answers = judgments.loc[judgments.question_id.notna(),
-                                  ["output_id", "judge", "question_id", "answer"]]
+    judge_scores = all_judgments.loc[judged & all_judgments.criterion.notna().to_numpy(),
+                                     ["output_id", "judge", "criterion", "score"]]
+    judge_answers = all_judgments.loc[judged & all_judgments.question_id.notna().to_numpy(),
+                                      ["output_id", "judge", "question_id", "answer"]]
+    del all_judgments
     stored = store.questions_df()
     questions = stored[["question_id", "checklist_id", "operator", "target", "pass_answer",
                         "depends_on"]].copy()

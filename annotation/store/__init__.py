@@ -360,10 +360,12 @@ class Store:
     def outputs_df(self) -> pd.DataFrame:
         return self.query_df("SELECT * FROM outputs ORDER BY rowid")
 
-    def judgments_df(self) -> pd.DataFrame:
+    def judgments_df(self, *, raw: bool = True) -> pd.DataFrame:
+        """Every judgment in import order; ``raw=False`` leaves out the ``raw`` column
+        (the judge's unparsed reply: the study's tables never read it)."""
         return self.query_df(
-            "SELECT judge, output_id, question_id, criterion, answer, score, raw, parse_status"
-            " FROM judgments ORDER BY judgment_id"
+            "SELECT judge, output_id, question_id, criterion, answer, score,"
+            + (" raw," if raw else "") + " parse_status FROM judgments ORDER BY judgment_id"
         )
 
     def item_times_df(self) -> pd.DataFrame:
