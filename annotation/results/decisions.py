@@ -121,7 +121,7 @@ def _shared_objects(values: pd.Series) -> pd.Series:
     """``values`` as an object column, None where missing, every equal value one shared
     Python object (a few answers over a million decisions: no string per row)."""
     codes, uniques = pd.factorize(values)
-    table = np.append(np.asarray(uniques, dtype=object), None)
+    table = np.append(np.asarray(uniques, dtype=object), np.array([None], dtype=object))
     return pd.Series(table[codes], index=values.index, dtype=object)  # -1: the None
 
 
