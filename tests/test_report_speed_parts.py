@@ -114,3 +114,30 @@ def test_read_frame_is_read_sql_query(tmp_path, chunk, where):
     params = read_frame(conn, "SELECT s, n FROM t WHERE id >= ? ORDER BY id", [250], chunk=chunk)
     pd.testing.assert_frame_equal(params, pd.read_sql_query(
         "SELECT s, n FROM t WHERE id >= ? ORDER BY id", conn, params=[250]))
+
+
+def test_decision_keys_share_one_string_per_decision():
+    """Issue #18 (peak memory): every judge answers the same decisions, so the keys of
+    ``_keyed`` share one Python string per distinct key instead of one per row; their
+    values are output_id + SEP + question_id as before."""
+    from annotation.results.checklist import _keyed
+
+    frame = pd.DataFrame({"output_id": pd.Series(["o1", "o2", "o1", "o2", "o1"], dtype="str"),
+                          "question_id": pd.Series(["q", "q", "q", "q", "r"], dtype="str")})
+    keys = _keyed(frame).key
+    assert keys.dtype == object
+    assert keys.tolist() == [o + SEP + q for o, q in zip(frame.output_id, frame.question_id)]
+    assert len({id(k) for k in keys}) == keys.nunique() == 3
+
+
+def test_yes_codes_equal_exactly_when_labels_are_equal():
+    """``checklist_comparisons.csv`` compares answers as int8 codes; a pair is right
+    exactly when the labels are equal and the reference is not missing."""
+    from annotation.results.checklist import _yes_codes
+
+    labels = ["yes", "no", None, "cant_tell", "yes"]
+    for dtype in ("str", object):
+        codes = _yes_codes(pd.Series(labels, dtype=dtype))
+        for answer, code_a in zip(("yes", "no"), _yes_codes(pd.Series(["yes", "no"]))):
+            expected = [label is not None and answer == label for label in labels]
+            assert (codes == code_a).tolist() == expected

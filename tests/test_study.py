@@ -37,3 +37,29 @@ def test_load_study_on_the_demo(tmp_path, make_demo_db):
                                  & (after.human_scores.criterion == row.criterion)]
     assert list(changed.score) == [1]
     assert len(after.human_scores) == len(study.human_scores)
+
+
+def test_judge_frames_equal_the_filtered_judgments(tmp_path, make_demo_db):
+    """The study reads scores and answers apart (issue #18: half the cells of one read of
+    every judgment); the frames are what a plain filter of every judgment gives: parsed,
+    not on tree nodes or VIF variants, the same columns, order, values and dtypes."""
+    import pandas as pd
+
+    db = tmp_path / "demo.db"
+    make_demo_db(db)
+    with Store.open(db) as store:
+        study = load_study(store)
+        every = store.judgments_df()
+        excluded = node_output_ids(store) | set(study.variant_outputs.output_id)
+    parsed = every[every.parse_status == "ok"]
+    assert (every.parse_status != "ok").any() and every.output_id.isin(excluded).any()
+    for got, column, value, variants in (
+            (study.judge_scores, "criterion", "score", study.variant_scores),
+            (study.judge_answers, "question_id", "answer", study.variant_answers)):
+        rows = parsed[parsed[column].notna()]
+        cols = ["output_id", "judge", column, value]
+        want = rows.loc[~rows.output_id.isin(excluded), cols].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, want)
+        want_variants = rows.loc[rows.output_id.isin(study.variant_outputs.output_id), cols]
+        pd.testing.assert_frame_equal(variants, want_variants.reset_index(drop=True))
+    assert study.judge_scores.score.dtype == "float64"

@@ -132,8 +132,11 @@ def _keyed(df: pd.DataFrame) -> pd.DataFrame:
     if len(df) and parts[0] is not None and parts[1] is not None:
         joined = pc.binary_join_element_wise(parts[0], parts[1],
                                              pa.scalar(SEP, pa.large_string()))
-        key = pd.Series(np.asarray(joined.to_numpy(zero_copy_only=False), dtype=object),
-                        index=df.index, dtype=object)
+        # one Python string per distinct key, shared by the rows that have it (every judge
+        # answers the same decisions: a fifth of the strings, issue #18's peak memory)
+        encoded = pc.dictionary_encode(joined)
+        distinct = np.asarray(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+        key = pd.Series(distinct[encoded.indices.to_numpy()], index=df.index, dtype=object)
     else:
         key = (df.output_id.astype(object) + SEP + df.question_id.astype(object)).astype(
             object)
@@ -536,11 +539,13 @@ def leniency_table(study: StudyData, *, by: GroupBy = None, unanswered: Unanswer
 
 
 # ---------------------------------------------------------------------------- judges compared
-def _equal(answers: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """Per decision, whether the answer is the reference's (object arrays of labels; a
-    missing reference is never equal)."""
-    missing = pd.isna(truth)
-    return np.asarray((answers == truth) & ~missing, dtype=bool)
+def _yes_codes(answers: pd.Series) -> np.ndarray:
+    """Each answer as 1 (``yes``), 0 (``no``) or -1 (anything else, missing included): two
+    answers are the same label exactly when their codes are equal and not -1 (no Python
+    string per answer; a missing reference is never equal)."""
+    yes = (answers == "yes").to_numpy(dtype=bool, na_value=False)
+    no = (answers == "no").to_numpy(dtype=bool, na_value=False)
+    return np.where(yes, 1, np.where(no, 0, -1)).astype(np.int8)
 
 
 MCNEMAR_COLUMNS = ["reference", "judge_a", "judge_b", "n_decisions", "accuracy_a",
@@ -567,7 +572,8 @@ def mcnemar_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     from annotation.stats.agreement import mcnemar_exact
 
     d = decided or study_decisions(study, unanswered)
-    judges = d.judges[(d.judges.judge != ENSEMBLE) & d.judges.answer.isin(("yes", "no"))]
+    keep = ((d.judges.judge != ENSEMBLE) & d.judges.answer.isin(("yes", "no"))).to_numpy()
+    judges = d.judges.loc[keep, ["judge", "output_id", "question_id", "answer", "key"]]
     references: dict[str, pd.Series] = {}
     if len(d.majority):
         references[HUMAN_MAJORITY] = d.majority.answer
@@ -598,27 +604,28 @@ def mcnemar_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     judged = {}
     for j, g in by_judge.items():
         mine, where = aligned(len(g))
-        judged[j] = (mine, where, g.answer.to_numpy(dtype=object),
-                     g.key.to_numpy(dtype=object))
+        # each output as an integer (injective within judge A's decisions, which alone
+        # give the clusters of a pair): the clustered tests factorize labels in order of
+        # appearance, so the same numbers as the output ids, without splitting every key
+        judged[j] = (mine, where, _yes_codes(g.answer), pd.factorize(g.output_id)[0])
     refs = {}
     for name, ref in references.items():
         _mine, where = aligned(len(ref))
-        refs[name] = (where, ref.to_numpy(dtype=object))
+        refs[name] = (where, _yes_codes(ref))
     rows = []
     for reference, (ref_where, ref_answers) in refs.items():
         for a, b in itertools.combinations(sorted(by_judge), 2):
-            codes_a, _where_a, answers_a, keys_a = judged[a]
-            _codes_b, where_b, answers_b, _keys_b = judged[b]
+            codes_a, _where_a, answers_a, outputs_a = judged[a]
+            _codes_b, where_b, answers_b, _outputs_b = judged[b]
             at_b, at_ref = where_b[codes_a], ref_where[codes_a]
             both = (at_b >= 0) & (at_ref >= 0)
             if not both.any():
                 continue
             truth = ref_answers[at_ref[both]]
-            right_a = _equal(answers_a[both], truth)
-            right_b = _equal(answers_b[at_b[both]], truth)
-            common = pd.Index(keys_a[both], dtype=object)
+            right_a = answers_a[both] == truth
+            right_b = answers_b[at_b[both]] == truth
             exact = mcnemar_exact(right_a, right_b)
-            clustered = clustered_mcnemar(right_a, right_b, _output_of(common),
+            clustered = clustered_mcnemar(right_a, right_b, outputs_a[both],
                                           n_boot=n_boot, seed=seed).iloc[0]
             rows.append({"reference": reference, "judge_a": a, "judge_b": b,
                          "n_decisions": exact.n, "accuracy_a": right_a.mean(),

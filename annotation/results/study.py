@@ -210,25 +210,20 @@ def load_study(store: Store) -> StudyData:
         [{"annotator": a, **r} for a in gold_rows.annotation_people(store)
          for r in gold.records(store, a, tolerance)] if gold_items else [],
         columns=["annotator", "output_id", "compared", "correct"])
-    all_judgments = store.judgments_df(raw=False)
-    # masks, not a filtered copy of every judgment: the peak memory of a large study
-    parsed = (all_judgments.parse_status == "ok").to_numpy()
-    judged = parsed & ~all_judgments.output_id.isin(not_items).to_numpy()
-    of_variants = ((all_judgments.parse_status == "ok")
-                   & all_judgments.output_id.isin(variant_outputs.output_id))
-    variant_scores = all_judgments.loc[of_variants & all_judgments.criterion.notna(),
-                                       ["output_id", "judge", "criterion", "score"]]
-    variant_answers = all_judgments.loc[of_variants & all_judgments.question_id.notna(),
-                                        ["output_id", "judge", "question_id", "answer"]]
+    # the parsed judgments, scores and answers read apart (each without the other's
+    # columns); masks, not a filtered copy of every judgment: the peak memory of a large study
+    scores = store.judge_scores_df()
+    answers = store.judge_answers_df()
+    variant_ids = variant_outputs.output_id
+    variant_scores = scores.loc[scores.output_id.isin(variant_ids)]
+    variant_answers = answers.loc[answers.output_id.isin(variant_ids)]
     human_scores = annotations.loc[annotations.criterion.notna(),
                                    ["output_id", "annotator", "criterion", "score"]]
     human_answers = annotations.loc[annotations.question_id.notna(),
                                     ["output_id", "annotator", "question_id", "answer"]]
-    judge_scores = all_judgments.loc[judged & all_judgments.criterion.notna().to_numpy(),
-                                     ["output_id", "judge", "criterion", "score"]]
-    judge_answers = all_judgments.loc[judged & all_judgments.question_id.notna().to_numpy(),
-                                      ["output_id", "judge", "question_id", "answer"]]
-    del all_judgments
+    judge_scores = _without(scores, not_items)
+    judge_answers = _without(answers, not_items)
+    del scores, answers
     stored = store.questions_df()
     questions = stored[["question_id", "checklist_id", "operator", "target", "pass_answer",
                         "depends_on"]].copy()
@@ -259,6 +254,13 @@ def load_study(store: Store) -> StudyData:
         speed=workflow.speed_flags_df(store),
         pairwise=pair_frames(store),
     )
+
+
+def _without(frame: pd.DataFrame, output_ids: set[str]) -> pd.DataFrame:
+    """The rows of ``frame`` whose ``output_id`` is not in ``output_ids`` (the frame itself,
+    not a copy, when that is every row)."""
+    keep = ~frame.output_id.isin(output_ids).to_numpy()
+    return frame if keep.all() else frame.loc[keep]
 
 
 def _adjudicated(store: Store) -> pd.DataFrame:
