@@ -211,7 +211,8 @@ def load_study(store: Store) -> StudyData:
          for r in gold.records(store, a, tolerance)] if gold_items else [],
         columns=["annotator", "output_id", "compared", "correct"])
     # the parsed judgments, scores and answers read apart (each without the other's
-    # columns); masks, not a filtered copy of every judgment: the peak memory of a large study
+    # columns: the peak memory and load time of a large study); the study's rows are
+    # those frames themselves when no judgment is on a tree node or a VIF variant
     scores = store.judge_scores_df()
     answers = store.judge_answers_df()
     variant_ids = variant_outputs.output_id

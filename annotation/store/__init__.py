@@ -374,18 +374,21 @@ class Store:
         values as filtering :meth:`judgments_df`, read without the columns they do not use:
         the database's cells become Python objects one by one, the bulk of a large
         study's load (issue #18)."""
-        frame = self.query_df(
-            "SELECT output_id, judge, criterion, score FROM judgments"
-            " WHERE parse_status = 'ok' AND criterion IS NOT NULL ORDER BY judgment_id")
+        frame = self._parsed_judgments("criterion", "score")
         frame["score"] = frame["score"].astype("float64")
         return frame
 
     def judge_answers_df(self) -> pd.DataFrame:
         """The parsed checklist judgments (``parse_status = 'ok'`` with a question) in import
         order: ``output_id, judge, question_id, answer`` (see :meth:`judge_scores_df`)."""
+        return self._parsed_judgments("question_id", "answer")
+
+    def _parsed_judgments(self, target: str, value: str) -> pd.DataFrame:
+        """``output_id, judge, <target>, <value>`` of the parsed judgments with a ``target``
+        (column names of ``judgments``, never user input)."""
         return self.query_df(
-            "SELECT output_id, judge, question_id, answer FROM judgments"
-            " WHERE parse_status = 'ok' AND question_id IS NOT NULL ORDER BY judgment_id")
+            f"SELECT output_id, judge, {target}, {value} FROM judgments"
+            f" WHERE parse_status = 'ok' AND {target} IS NOT NULL ORDER BY judgment_id")
 
     def item_times_df(self) -> pd.DataFrame:
         """Active seconds per (annotator, output), summed over visits of the annotation
