@@ -151,6 +151,8 @@ def pg_cluster() -> Iterator[object]:
 
     cluster = postgres.start()
     if cluster is None:
+        if os.environ.get("JUDGE_AUDIT_REQUIRE_PG"):  # CI (.ci/run): both engines or fail
+            pytest.fail("JUDGE_AUDIT_REQUIRE_PG is set and no PostgreSQL server starts here")
         pytest.skip("no PostgreSQL server here (server binaries or psycopg missing)")
     yield cluster
     cluster.stop()
@@ -199,17 +201,53 @@ def make_pg_demo(pg_cluster, pg_demo_template, tmp_path: Path) -> Callable[[], s
 
 
 @pytest.fixture(params=["sqlite", _engine("postgresql")])
-def engine_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def engine(request: pytest.FixtureRequest) -> str:
+    """``"sqlite"`` or ``"postgresql"``: every test that asks for a project through
+    :func:`engine_db`, :func:`engine_demo`, :func:`make_engine_db` or
+    :func:`make_engine_demo` runs once on each engine (ids ``[sqlite]``,
+    ``[postgresql]``; the PostgreSQL run is ``slow`` and skips where no server starts)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def make_engine_db(engine: str, tmp_path: Path,
+                   request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``make_engine_db(name)``: the location of a new empty project on the test's engine,
+    a SQLite file ``tmp_path/name`` or a new PostgreSQL database (a URL, its media folder
+    under ``tmp_path``): for a test that needs more than one project."""
+
+    def make(name: str = "project.db") -> str:
+        if engine == "sqlite":
+            return str(tmp_path / name)
+        cluster = request.getfixturevalue("pg_cluster")
+        template = request.getfixturevalue("pg_schema_template")
+        return cluster.url(cluster.create_database(template=template),
+                           media=tmp_path / f"pg-media-{Path(name).stem}")
+
+    return make
+
+
+@pytest.fixture
+def engine_db(make_engine_db: Callable[[str], str]) -> str:
     """A new project location on each engine: a SQLite file path, a PostgreSQL URL."""
-    if request.param == "sqlite":
-        return str(tmp_path / "project.db")
-    return request.getfixturevalue("pg_url")
+    return make_engine_db("project.db")
 
 
-@pytest.fixture(params=["sqlite", _engine("postgresql")])
-def engine_demo(request: pytest.FixtureRequest, tmp_path: Path,
-                make_demo_db: Callable[[Path], Path]) -> str:
+@pytest.fixture
+def make_engine_demo(engine: str, tmp_path: Path, make_demo_db: Callable[[Path], Path],
+                     request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``make_engine_demo(name)``: a fresh copy of the demo project on the test's engine
+    (a path, or a URL)."""
+
+    def make(name: str = "demo.db") -> str:
+        if engine == "sqlite":
+            return str(make_demo_db(tmp_path / name))
+        return str(request.getfixturevalue("make_pg_demo")())
+
+    return make
+
+
+@pytest.fixture
+def engine_demo(make_engine_demo: Callable[[str], str]) -> str:
     """A fresh copy of the demo project on each engine (a path, or a URL)."""
-    if request.param == "sqlite":
-        return str(make_demo_db(tmp_path / "demo.db"))
-    return request.getfixturevalue("make_pg_demo")()
+    return make_engine_demo("demo.db")
