@@ -1,5 +1,5 @@
 """The accounts' rows (``annotation.store.accounts``): one transaction per change, and a
-sign-out that is logged once. Real SQLite files in a tmp folder."""
+sign-out that is logged once. On SQLite and on PostgreSQL (``engine_db``)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ from annotation.accounts import auth, sessions
 from annotation.store import Store
 from annotation.store import accounts as accounts_store
 
-#: the tests that use ``store`` run on SQLite and on PostgreSQL (tests/conftest.py)
-STORE_ENGINES = ("sqlite", "postgresql")
-
-
 @pytest.fixture
-def store(tmp_path):
-    with Store.open(tmp_path / "p.db") as s:
+def store(engine_db: str):
+    """A project with an admin and an annotator, on each engine (``engine_db``)."""
+    with Store.open(engine_db) as s:
         auth.add_user(s, "boss", "admin", "demo-boss", allow_weak=True)
         auth.add_user(s, "ann", "annotator", "demo-ann", allow_weak=True)
         yield s

@@ -170,8 +170,8 @@ def test_strong_passwords_are_accepted(store, password):
     assert authenticate(store, "lead", password) == User("lead", "admin")
 
 
-def test_the_policy_is_the_cli_s_too(tmp_path, monkeypatch, capsys):
-    db = str(tmp_path / "p.db")
+def test_the_policy_is_the_cli_s_too(engine_db, monkeypatch, capsys):
+    db = engine_db
     for password in ("aaaaaaaa", "12345678", "password"):
         assert run_cli(monkeypatch, ["user", "add", "root", "--role", "admin", "--db", db],
                        password + "\n") == 1
@@ -304,6 +304,7 @@ def test_the_audit_log_is_append_only(store):
 
 
 def test_no_clear_password_in_the_database_files(db_path):
+    # SQLite only: it reads the bytes of the database file and its WAL
     passwords = ["Pa55word-in-clear", "wrong-guess-1234", "the-new-password"]
     store = Store.open(db_path)
     try:
@@ -474,10 +475,10 @@ def test_demo_accounts_keep_an_existing_account(store):
 
 
 @pytest.mark.slow
-def test_the_demo_project_has_the_demo_accounts(tmp_path):
-    db = tmp_path / "demo.db"
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
-    assert main(["demo", "--db", str(db), "--quiet"]) == 0
+def test_the_demo_project_has_the_demo_accounts(engine_db):
+    db = engine_db
+    assert main(["demo", "--db", db, "--quiet"]) == 0
+    assert main(["demo", "--db", db, "--quiet"]) == 0
     with Store.open(db) as store:
         annotators = {r[0] for r in store.conn.execute("SELECT name FROM annotators")}
         assert annotators == {"ann1", "ann2", "ann3"}
@@ -574,8 +575,8 @@ def run_cli(monkeypatch, args: list[str], stdin: str = "") -> int:
     return main(args)
 
 
-def test_cli_user_commands(tmp_path, monkeypatch, capsys):
-    db = str(tmp_path / "p.db")
+def test_cli_user_commands(engine_db, monkeypatch, capsys):
+    db = engine_db
     assert run_cli(monkeypatch, ["user", "add", "root", "--role", "admin", "--db", db],
                    "root password 1\n") == 0
     assert "added admin 'root'" in capsys.readouterr().out
@@ -630,8 +631,8 @@ def test_cli_user_commands(tmp_path, monkeypatch, capsys):
         (["user", "disable", "root"], "", "last enabled admin"),
     ],
 )
-def test_cli_user_errors(tmp_path, monkeypatch, capsys, args, stdin, message):
-    db = str(tmp_path / "p.db")
+def test_cli_user_errors(engine_db, monkeypatch, capsys, args, stdin, message):
+    db = engine_db
     assert run_cli(monkeypatch, ["user", "add", "root", "--role", "admin", "--db", db],
                    "root password 1\n") == 0
     capsys.readouterr()
@@ -645,6 +646,7 @@ def test_cli_user_errors(tmp_path, monkeypatch, capsys, args, stdin, message):
 
 
 def test_cli_refuses_a_missing_database(tmp_path, monkeypatch, capsys):
+    # SQLite only: a missing file (a PostgreSQL database is never created by the CLI)
     db = tmp_path / "nope.db"
     assert run_cli(monkeypatch, ["user", "list", "--db", str(db)]) == 1
     assert "no such database" in capsys.readouterr().err
@@ -663,8 +665,8 @@ class FakeTerminal(io.StringIO):
         return True
 
 
-def test_cli_asks_twice_on_a_terminal(tmp_path, monkeypatch, capsys):
-    db = str(tmp_path / "p.db")
+def test_cli_asks_twice_on_a_terminal(engine_db, monkeypatch, capsys):
+    db = engine_db
     answers = iter(["typed password", "typed passwrod", "typed password", "typed password"])
     monkeypatch.setattr("getpass.getpass", lambda prompt="": next(answers))
     monkeypatch.setattr(sys, "stdin", FakeTerminal("not this one\n"))
@@ -680,6 +682,7 @@ def test_cli_asks_twice_on_a_terminal(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.slow
 def test_cli_in_a_real_process(tmp_path):
+    # SQLite only: it reads the bytes of the database files at the end
     db = tmp_path / "p.db"
 
     def judge_audit(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
