@@ -9,6 +9,7 @@ from annotation.accounts import auth, sessions
 from annotation.store import Store
 from annotation.store import accounts as accounts_store
 
+
 @pytest.fixture
 def store(engine_db: str):
     """A project with an admin and an annotator, on each engine (``engine_db``)."""
