@@ -150,8 +150,8 @@ def test_filters_keep_one_annotator_or_item(project: Store) -> None:
     assert history(project, item="no/such-item").empty
 
 
-def test_empty_project_has_an_empty_history(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "empty.db") as store:
+def test_empty_project_has_an_empty_history(engine_db: str) -> None:
+    with Store.open(engine_db) as store:
         df = history(store)
     assert df.empty and list(df.columns) == COLUMNS
 
@@ -171,7 +171,7 @@ def test_history_cli(project: Store, tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "none.db").exists()
 
 
-def test_history_includes_verification_and_tree_reviews(tmp_path):
+def test_history_includes_verification_and_tree_reviews(tmp_path, engine_db):
     from annotation.formats.importers import import_path
     from annotation.store import Store
     from annotation.store.history import history
@@ -180,7 +180,7 @@ def test_history_includes_verification_and_tree_reviews(tmp_path):
     from tests.helpers.conflict_fixture import write_conflict_bundle
     from tests.helpers.tree_fixture import write_tree_bundle
 
-    with Store.open(tmp_path / "h.db") as store:
+    with Store.open(engine_db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "c"))
         import_path(store, write_tree_bundle(tmp_path / "t"))
         vf.give_reading(store, "ann1", "c1", 0, "yaw", 30)
