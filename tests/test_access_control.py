@@ -145,9 +145,10 @@ def write_secret_bundle(root: Path) -> Path:
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
-    """The secret project; ``ann-b`` has answered every output (with notes), not submitted."""
-    db = tmp_path / "project.db"
+def project(tmp_path, monkeypatch, engine_db: str) -> str:
+    """The secret project; ``ann-b`` has answered every output (with notes), not submitted.
+    On SQLite and on PostgreSQL (``engine_db``)."""
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_secret_bundle(tmp_path / "bundle"))
         for output_id in store.outputs_df().output_id:
@@ -249,7 +250,7 @@ def test_an_admin_demoted_mid_session_is_signed_out_at_the_next_click(project):
 
 
 # ------------------------------------------------------------------ blind annotation
-def secrets_of(db: Path) -> list[str]:
+def secrets_of(db: str | Path) -> list[str]:
     """What an annotator must never read: judges, generators, raw texts, output ids, other
     people's names and notes, pass answers."""
     with Store.open(db) as store:
@@ -328,8 +329,9 @@ def test_the_whole_app_of_an_annotator_shows_no_secret(project):
 
 # ------------------------------------------------------------------ blind verification
 @pytest.fixture
-def verify_db(tmp_path, monkeypatch) -> Path:
-    db = tmp_path / "verify.db"
+def verify_db(tmp_path, monkeypatch, engine_db: str) -> str:
+    """The conflict project, ``ver-b``'s noted verdicts given; on SQLite and PostgreSQL."""
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "bundle"))
         # ver-b reads differently from the pre-labels and gives noted verdicts everywhere
@@ -412,6 +414,7 @@ def run_cli(args: list[str], stdin: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_passwords_are_never_stored_shown_or_logged(tmp_path, monkeypatch, caplog):
+    # SQLite only: it reads the bytes of the database file, its WAL and shared memory
     caplog.set_level(logging.DEBUG)
     db = tmp_path / "p.db"
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
@@ -464,6 +467,7 @@ def test_passwords_are_never_stored_shown_or_logged(tmp_path, monkeypatch, caplo
 
 @pytest.mark.slow
 def test_cli_user_add_refuses_a_short_password_and_never_echoes_it(tmp_path):
+    # SQLite only: it reads the bytes of the database files
     db = tmp_path / "p.db"
     short = PASSWORDS["short"]
     assert len(short) == auth.MIN_PASSWORD_LENGTH - 1
@@ -529,7 +533,7 @@ def _ago(**delta: float) -> str:
     return (datetime.now(UTC) - timedelta(**delta)).isoformat(timespec="microseconds")
 
 
-def age_sessions(db: Path, name: str, started: str, seen: str) -> None:
+def age_sessions(db: str | Path, name: str, started: str, seen: str) -> None:
     """Move the stored times of ``name``'s sessions back (what the clock would do)."""
     with Store.open(db) as store:
         store.conn.execute("UPDATE sessions SET created_at = ?, last_seen = ? WHERE user = ?",
@@ -586,6 +590,7 @@ def test_session_validity_with_a_fake_clock():
 
 
 # ------------------------------------------------------------------ the project files
+# SQLite only (this section): the file modes of the project file and its media folder
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
