@@ -154,8 +154,8 @@ def test_annotators_are_refused(demo_db):
     assert not at.dataframe and not at.tabs
 
 
-def test_empty_project_says_what_is_missing(tmp_path, monkeypatch):
-    db = tmp_path / "empty.db"
+def test_empty_project_says_what_is_missing(engine_db, monkeypatch):
+    db = engine_db
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     at = page_as(db).run()
     assert not at.exception

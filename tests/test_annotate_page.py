@@ -24,12 +24,13 @@ SERVED_ENGINES = ("sqlite", "postgresql")
 
 
 @pytest.fixture
-def fresh_db(tmp_path, monkeypatch) -> Path:
-    """The demo project without its imported human answers: every output is open."""
+def fresh_db(monkeypatch, engine_db: str) -> str:
+    """The demo project without its imported human answers: every output is open. On SQLite
+    and on PostgreSQL (``engine_db``)."""
     from annotation.formats.importers import import_project, load
     from annotation.project_files import DEMO_BUNDLE
 
-    path = tmp_path / "fresh.db"
+    path = engine_db
     with Store.open(path) as store, load(DEMO_BUNDLE) as project:
         project.annotations = []
         project.work = {}  # nor its verifications, reviews and submissions

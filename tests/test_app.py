@@ -54,8 +54,8 @@ def store_outputs(db: Path) -> list[str]:
         return list(store.outputs_df().generator)
 
 
-def test_empty_project_says_how_to_import(tmp_path, monkeypatch):
-    db = tmp_path / "empty.db"
+def test_empty_project_says_how_to_import(engine_db, monkeypatch):
+    db = engine_db
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     at = app_as().run()
     assert not at.exception

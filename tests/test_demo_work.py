@@ -7,7 +7,6 @@ first start; the demo's accounts keep their story (alice has nothing done)."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -33,20 +32,18 @@ def _lines(name: str) -> list[dict]:
     return [json.loads(x) for x in (DEMO_BUNDLE / name).read_text().splitlines()]
 
 
-def _people(db: Path) -> set[str]:
+def _people(db: str | Path) -> set[str]:
     """Everyone with any human work in the database."""
-    conn = sqlite3.connect(db)
-    try:
+    with Store.open(db) as store:
         found = set()
         for table, column in (("annotations", "annotator"), ("prelabel_readings", "verifier"),
                               ("conflict_verdicts", "verifier"), ("tree_reviews", "reviewer"),
                               ("flags", "annotator"), ("queue_submissions", "person"),
                               ("queue_visits", "person"),
                               ("conflict_resolutions", "decided_by")):
-            found |= {r[0] for r in conn.execute(f"SELECT DISTINCT {column} FROM {table}")}
+            found |= {r[0] for r in store.conn.execute(
+                f"SELECT DISTINCT {column} FROM {table}")}
         return found
-    finally:
-        conn.close()
 
 
 def test_the_demo_holds_the_designed_verifications_and_reviews():
@@ -67,8 +64,8 @@ def test_the_demo_holds_the_designed_verifications_and_reviews():
             for r in _lines("conflict_resolutions.jsonl")] == [("demo-07", "wind", "admin")]
 
 
-def test_the_demo_accounts_keep_their_story(make_demo_db, tmp_path):
-    db = make_demo_db(tmp_path / "demo.db")
+def test_the_demo_accounts_keep_their_story(engine_demo):
+    db = engine_demo
     people = _people(db)
     assert "alice" not in people
     assert people == {"ann1", "ann2", "ann3", "admin"}  # admin: the tie's decision
@@ -89,8 +86,8 @@ def test_the_demo_accounts_keep_their_story(make_demo_db, tmp_path):
         assert vf.next_task(store, "alice") is not None
 
 
-def test_one_reviewer_disagrees_with_the_automatic_localization(make_demo_db, tmp_path):
-    db = make_demo_db(tmp_path / "demo.db")
+def test_one_reviewer_disagrees_with_the_automatic_localization(engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         judge = tr.judge_for(store)
         assert judge is not None
@@ -101,8 +98,8 @@ def test_one_reviewer_disagrees_with_the_automatic_localization(make_demo_db, tm
     assert mine["⊕|f1⊕g1"].origin == "persistent"
 
 
-def test_the_tie_is_decided_by_the_admin(make_demo_db, tmp_path):
-    db = make_demo_db(tmp_path / "demo.db")
+def test_the_tie_is_decided_by_the_admin(engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         labels = conflict_results.verified_labels(conflict_results.load_verdicts(store),
                                                   conflict_results.load_resolutions(store))
@@ -129,17 +126,14 @@ def test_admin_result_pages_show_real_tables_on_first_start(served_demo, page, t
 
 
 @pytest.mark.slow
-def test_importing_the_demo_again_changes_nothing(tmp_path):
-    db = tmp_path / "demo.db"
+def test_importing_the_demo_again_changes_nothing(engine_db):
+    db = engine_db
     build_demo_db(db)
 
     def snapshot() -> dict[str, list]:
-        conn = sqlite3.connect(db)
-        try:
-            return {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
+        with Store.open(db) as store:
+            return {t: store.conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall()
                     for t in HUMAN_WORK}
-        finally:
-            conn.close()
 
     before = snapshot()
     assert all(before[t] for t in HUMAN_WORK if t != "flags")

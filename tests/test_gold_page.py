@@ -13,6 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from annotation.store import Store
+from annotation.timestamps import now_iso
 from annotation.work import gold, workflow
 from annotation.work.workflow import AnnotationSession, load_item
 from tests.helpers import panel
@@ -27,12 +28,13 @@ SERVED_ENGINES = ("sqlite", "postgresql")
 
 
 @pytest.fixture
-def fresh_db(tmp_path, monkeypatch) -> Path:
-    """The demo project without its imported human answers: every output is open."""
+def fresh_db(monkeypatch, engine_db: str) -> str:
+    """The demo project without its imported human answers: every output is open. On SQLite
+    and on PostgreSQL (``engine_db``)."""
     from annotation.formats.importers import import_project, load
     from annotation.project_files import DEMO_BUNDLE
 
-    path = tmp_path / "fresh.db"
+    path = engine_db
     with Store.open(path) as store, load(DEMO_BUNDLE) as project:
         project.annotations = []
         import_project(store, project)
@@ -55,16 +57,17 @@ def mark(store: Store, output_id: str, answer: str = "yes", score: float = 7.0) 
               {c.name: score for c in item.criteria})
 
 
-def page_on(db: Path, person: str, output_id: str | None = None) -> AppTest:
+def page_on(db: str | Path, person: str, output_id: str | None = None) -> AppTest:
     """The annotate page of ``person`` in a new session, on ``output_id`` when given
     (reserved and opened as the router would)."""
     at = signed_in(PAGE, person, guidelines_seen=True)
     if output_id is not None:
         with Store.open(db) as store:
-            store.conn.execute(
-                "INSERT OR REPLACE INTO queue_reservations (kind, unit, person, reserved_at,"
-                " expires_at) VALUES ('annotate', ?, ?, datetime('now'), '9999-12-31')",
-                [output_id, person])
+            store.conn.execute(  # portable SQL: the test runs on both engines
+                "INSERT INTO queue_reservations (kind, unit, person, reserved_at, expires_at)"
+                " VALUES ('annotate', ?, ?, ?, '9999-12-31') ON CONFLICT(kind, unit, person)"
+                " DO UPDATE SET expires_at = excluded.expires_at",
+                [output_id, person, now_iso()])
             AnnotationSession(store, person, at.session_state["annotate"])._open(output_id)
     return at.run()
 
