@@ -20,8 +20,9 @@ from tests.helpers.exposure import leaks, secrets_of
 
 
 @pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = compare_db(tmp_path)
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine_db: str) -> str | Path:
+    """The compare project, on SQLite and on PostgreSQL (``engine_db``)."""
+    path = compare_db(tmp_path, engine_db)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
     return path
 
@@ -40,9 +41,10 @@ def _menu(at) -> list[str]:
 
 
 @pytest.fixture
-def plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project without pairs or rankings (the documented example bundle)."""
-    path = tmp_path / "plain.db"
+def plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine_db: str) -> str:
+    """A project without pairs or rankings (the documented example bundle), on each
+    engine."""
+    path = engine_db
     with Store.open(path) as store:
         import_path(store, write_doc_example(tmp_path / "doc"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
@@ -98,8 +100,8 @@ def test_enter_on_an_unanswered_pair_submits_nothing_and_says_why(db):
     assert any("not answered yet" in str(w.value) for w in at.warning)
 
 
-def test_rankings_come_after_the_pairs_and_take_places(tmp_path, monkeypatch):
-    db = compare_db(tmp_path, rankings_only=True)
+def test_rankings_come_after_the_pairs_and_take_places(tmp_path, monkeypatch, engine_db):
+    db = compare_db(tmp_path, engine_db, rankings_only=True)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     at = signed_in("compare.py", "nia").run()
     assert not at.exception

@@ -106,8 +106,8 @@ def test_the_demo_page_shows_the_pairwise_section_with_tables(served_demo):
 
 
 @pytest.mark.slow
-def test_no_pairwise_section_on_a_project_without_pairs(tmp_path, monkeypatch):
-    db = tmp_path / "ties.db"
+def test_no_pairwise_section_on_a_project_without_pairs(tmp_path, monkeypatch, engine_db):
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_tie_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
@@ -120,10 +120,11 @@ def test_no_pairwise_section_on_a_project_without_pairs(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_pairs_only_project_reaches_the_pairwise_section(tmp_path, monkeypatch):
+def test_a_pairs_only_project_reaches_the_pairwise_section(tmp_path, monkeypatch,
+                                                           engine_db):
     """Before: a project whose only answers are on pairs (an imported GenAI-Bench) was
     stopped with 'No human answers yet'."""
-    db = tmp_path / "pairs.db"
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, pair_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))

@@ -38,8 +38,9 @@ def _halves(size: tuple[int, int], left: str, right: str) -> Image.Image:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> dict[str, Any]:
-    """The documented example bundle, with large images of several kinds, imported."""
+def project(tmp_path: Path, engine_db: str) -> dict[str, Any]:
+    """The documented example bundle, with large images of several kinds, imported (on
+    SQLite and on PostgreSQL: the images are read through the store)."""
     root = write_doc_example(tmp_path / "bundle")
     _halves((1200, 800), "red", "blue").save(root / "outputs/modelA/t1.png")
     cat = Image.new("RGBA", (600, 900), (0, 0, 0, 0))
@@ -58,7 +59,7 @@ def project(tmp_path: Path) -> dict[str, Any]:
         for gen, rel in (("modelC", "outputs/modelC/t1.jpg"), ("modelD", "outputs/modelD/t1.jpg")):
             fh.write(json.dumps({"output_id": f"t1/{gen}", "task_id": "t1", "generator": gen,
                                  "path": rel}) + "\n")
-    store = Store.open(tmp_path / "p.db")
+    store = Store.open(engine_db)
     import_path(store, root)
     images = store.images_df("t1").set_index("idx")
     outputs = store.outputs_df().set_index("output_id")
