@@ -24,6 +24,7 @@ from scripts.demo import trees as demo_trees
 from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import ensure_account
+from tests.helpers.module_demo import ENGINES, module_demo
 from tests.test_annotate_page import all_text
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "trees.py")
@@ -85,11 +86,10 @@ def bundle() -> dict:
             for name in ("tasks", "outputs", "judgments", "annotations")}
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory, make_demo_db) -> Path:
-    path = tmp_path_factory.mktemp("demo_tree") / "demo.db"
-    make_demo_db(path)
-    return path
+@pytest.fixture(scope="module", params=ENGINES)
+def demo_db(request, tmp_path_factory) -> str:
+    """The demo project the module's tests share, on SQLite and on PostgreSQL."""
+    return module_demo(request, tmp_path_factory, "demo_tree")
 
 
 # ------------------------------------------------------------------ the bundle

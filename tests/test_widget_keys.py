@@ -24,16 +24,16 @@ from tests.helpers import panel
 from tests.helpers.apptest import signed_in
 from tests.helpers.bundles import ensure_account
 from tests.helpers.exposure import leaks, secrets_of
+from tests.helpers.module_demo import ENGINES, module_demo
 from tests.test_hostile_input import rendered_strings
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory, make_demo_db) -> Path:
-    db = tmp_path_factory.mktemp("keys") / "demo.db"
-    make_demo_db(db)
-    return db
+@pytest.fixture(scope="module", params=ENGINES)
+def demo_db(request, tmp_path_factory) -> str:
+    """The demo project the module's tests share, on SQLite and on PostgreSQL."""
+    return module_demo(request, tmp_path_factory, "keys")
 
 
 def ids_and_keys(at: AppTest) -> list[str]:
@@ -60,7 +60,7 @@ def element_ids(at: AppTest) -> list[str]:
     return [text for _, field, text in rendered_strings(at) if field.rsplit(".", 1)[-1] == "id"]
 
 
-def page(db: Path, name: str, file: str, monkeypatch) -> AppTest:
+def page(db: str | Path, name: str, file: str, monkeypatch) -> AppTest:
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     ensure_account(db, name)
     at = signed_in(str(ROOT / "pages" / file), name)
