@@ -125,14 +125,15 @@ def assert_clean(images: list[bytes]) -> None:
         assert traces(data) == [], traces(data)
 
 
-def page_as(page: str, name: str, db: Path) -> AppTest:
+def page_as(page: str, name: str, db: str | Path) -> AppTest:
     return signed_in(str(PAGES / page), name, db=db)
 
 
 # ------------------------------------------------------------------ the hostile project
 @pytest.fixture
-def hostile_db(tmp_path, monkeypatch) -> Path:
-    db = tmp_path / "hostile.db"
+def hostile_db(tmp_path, monkeypatch, engine_db: str) -> str:
+    """The hostile-image project, on SQLite and on PostgreSQL (``engine_db``)."""
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_hostile_image_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
@@ -185,9 +186,10 @@ def test_every_view_of_the_annotate_page_sends_pixels_only(hostile_db, media):
     # neither URLs nor any other string of the page carries a stored hash or a path
     with Store.open(hostile_db) as store:
         shas = set(store.images_df()["sha256"]) | set(store.outputs_df()["sha256"].dropna())
+        folder = store.media_dir.parent  # where the project's media live, on each engine
     strings = "\n".join(rendered_strings(at))
     assert not [s for s in shas if s[:16] in strings]
-    assert str(hostile_db.parent) not in strings and "_media" not in strings
+    assert str(folder) not in strings and "_media" not in strings
 
 
 @pytest.mark.slow
@@ -220,12 +222,12 @@ def _hostile_copies(root: Path, rels: list[str]) -> None:
             hostile_jpeg(path, size)
 
 
-def test_the_verification_page_sends_pixels_only(tmp_path, monkeypatch, media):
+def test_the_verification_page_sends_pixels_only(tmp_path, monkeypatch, media, engine_db):
     root = write_conflict_bundle(tmp_path / "bundle")
     rels = sorted({i["path"] for t in read_jsonl(root / "tasks.jsonl") for i in t["images"]
                    if i.get("path")})
     _hostile_copies(root, rels)
-    db = tmp_path / "verify.db"
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, root)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
@@ -236,11 +238,11 @@ def test_the_verification_page_sends_pixels_only(tmp_path, monkeypatch, media):
 
 
 def test_the_tree_page_sends_pixels_only_also_in_its_box_select_chart(tmp_path, monkeypatch,
-                                                                    media):
+                                                                    media, engine_db):
     root = write_tree_bundle(tmp_path / "bundle")
     rels = [o["path"] for o in read_jsonl(root / "outputs.jsonl") if o.get("path")]
     _hostile_copies(root, rels)
-    db = tmp_path / "trees.db"
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, root)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
@@ -294,6 +296,8 @@ def test_the_cache_holds_clean_files_named_by_content_only(hostile_db):
 # ------------------------------------------------------------------ item 4: placeholders
 @pytest.fixture
 def demo_db(served_demo: Path) -> Path:
+    # SQLite only (served_demo's default): these tests move or damage the files of the
+    # project's media folder beside the database file
     return served_demo
 
 
@@ -437,10 +441,11 @@ def served_format(data: bytes) -> tuple[str | None, tuple[int, int]]:
         return im.format, im.size
 
 
-def test_generated_outputs_are_served_alike_whatever_the_generator_wrote(tmp_path):
+def test_generated_outputs_are_served_alike_whatever_the_generator_wrote(tmp_path,
+                                                                        engine_db):
     """Format and resolution of the bytes must not tell generators apart in a blind study:
     every output is JPEG with its longer side exactly the size asked for."""
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(engine_db) as store:
         import_path(store, write_two_generator_bundle(tmp_path / "bundle"))
         shas = list(store.outputs_df().sort_values("generator")["sha256"])
         for side in (render.NODE_SIZE, render.LARGE_SIZE, render.ENLARGE_SIZE):
@@ -453,7 +458,8 @@ def test_generated_outputs_are_served_alike_whatever_the_generator_wrote(tmp_pat
         assert served_format(overlay)[1] == (render.LARGE_SIZE, round(render.LARGE_SIZE * 2 / 3))
 
 
-def test_the_annotate_page_shows_each_output_the_same_way(tmp_path, monkeypatch, media):
+def test_the_annotate_page_shows_each_output_the_same_way(tmp_path, monkeypatch, media,
+                                                         engine_db):
     """The one output to annotate is the small transparent PNG: it reaches the page as the
     same 1024 px JPEG any other generator's output would be (it went out as itself, PNG
     300x200, before)."""
@@ -462,7 +468,7 @@ def test_the_annotate_page_shows_each_output_the_same_way(tmp_path, monkeypatch,
     root = write_doc_example(tmp_path / "bundle")
     path = root / read_jsonl(root / "outputs.jsonl")[0]["path"]
     Image.new("RGBA", (300, 200), (200, 30, 30, 128)).save(path)
-    db = tmp_path / "p.db"
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, root)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
