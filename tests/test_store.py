@@ -14,6 +14,7 @@ STORE_ENGINES = ("sqlite", "postgresql")
 
 
 def test_migrates_an_empty_file_to_the_current_schema(tmp_path):
+    # SQLite only: it makes an empty SQLite file (version 0) and migrates it
     path = tmp_path / "empty.db"
     sqlite3.connect(path).close()  # an empty SQLite file, version 0
     with Store.open(path) as store:
@@ -39,6 +40,7 @@ def test_pragmas_wal_and_foreign_keys(store):
 
 
 def test_refuses_a_database_from_a_newer_version(tmp_path):
+    # SQLite only: it writes the SQLite file's user_version directly
     path = tmp_path / "future.db"
     conn = sqlite3.connect(path)
     conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION + 1}")
@@ -48,6 +50,7 @@ def test_refuses_a_database_from_a_newer_version(tmp_path):
 
 
 def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    # SQLite only: it inspects the SQLite file (user_version, sqlite_master) afterwards
     path = tmp_path / "half.db"
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, "CREATE TABLE x (;"])
     monkeypatch.setattr(schema, "SCHEMA_VERSION", len(schema.MIGRATIONS))
@@ -97,6 +100,7 @@ def test_a_superseded_answer_cannot_be_superseded_twice(store, example_bundle):
 
 def test_a_version_1_project_migrates_with_its_data(tmp_path, example_bundle, monkeypatch):
     """Databases in the field were built by older versions: v1 -> current keeps every row."""
+    # SQLite only: the migration of an old SQLite file
     from annotation.formats.importers import import_path
 
     path = tmp_path / "v1.db"
