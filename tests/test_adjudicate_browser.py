@@ -38,11 +38,15 @@ def _text(payload: object) -> str:
     return text.replace("\\", "")
 
 
-@pytest.mark.parametrize("show", [False, True], ids=["hidden", "shown"])
-def test_no_annotator_name_reaches_the_adjudicators_browser(tmp_path: Path,
-                                                            show: bool) -> None:
+@pytest.mark.parametrize(("show", "engine_name"), [
+    (False, "sqlite"), (True, "sqlite"),
+    # the one browser run on PostgreSQL (issue #18): judge-audit serve on a URL
+    pytest.param(False, "postgresql", marks=pytest.mark.slow),
+], ids=["hidden-sqlite", "shown-sqlite", "hidden-postgresql"])
+def test_no_annotator_name_reaches_the_adjudicators_browser(
+        tmp_path: Path, show: bool, engine_name: str, request: pytest.FixtureRequest) -> None:
     """Hidden: no name anywhere. Shown (the control): the same recording finds them."""
-    db = tmp_path / "ties.db"
+    db = tmp_path / "ties.db" if engine_name == "sqlite" else request.getfixturevalue("pg_url")
     with Store.open(db) as store:
         import_path(store, write_tie_bundle(tmp_path / "b"))
         if show:
