@@ -105,6 +105,7 @@ def test_acknowledged_answers_survive_sigkill(engine_demo: str) -> None:
 
 def test_the_check_sees_a_missing_answer(tmp_path: Path, make_demo_db) -> None:
     """An acknowledged id that is not in the file fails the check (the test can fail)."""
+    # SQLite only: it tests the test's check, not the store (the engines run the test above)
     db = make_demo_db(tmp_path / "demo.db")
     text, _ = run_and_kill(db, seed=1, delay=0.1)
     acks = read_acks(text)

@@ -23,6 +23,7 @@ from annotation.records import ImportRefused
 from annotation.store import Store
 from annotation.ui import render
 from tests.helpers.bundles import read_jsonl, write_doc_example, write_jsonl
+from tests.helpers.module_demo import ENGINES, module_db
 
 SIZE = (3000, 2000)  # 6 Mpx: large against every display size, quick to make
 
@@ -45,9 +46,10 @@ def big_image(mode: str) -> Image.Image:
     return im
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Iterator[tuple[Store, dict[str, str]]]:
-    """The example bundle plus one large output per kind (PNG modes, a turned JPEG)."""
+@pytest.fixture(scope="module", params=ENGINES)
+def project(request, tmp_path_factory) -> Iterator[tuple[Store, dict[str, str]]]:
+    """The example bundle plus one large output per kind (PNG modes, a turned JPEG), on
+    SQLite and on PostgreSQL."""
     tmp_path = tmp_path_factory.mktemp("memory")
     root = write_doc_example(tmp_path / "bundle")
     outputs = read_jsonl(root / "outputs.jsonl")
@@ -65,7 +67,7 @@ def project(tmp_path_factory) -> Iterator[tuple[Store, dict[str, str]]]:
                         "path": rel})
         kinds[mode] = f"t1/{mode}"
     write_jsonl(root / "outputs.jsonl", outputs)
-    store = Store.open(tmp_path / "p.db")
+    store = Store.open(module_db(request, tmp_path_factory, "memory-db"))
     import_path(store, root)
     shas = store.outputs_df().set_index("output_id")["sha256"]
     yield store, {mode: shas[output] for mode, output in kinds.items()}
@@ -110,8 +112,8 @@ def test_serving_a_large_image_makes_no_full_size_copy(project, full_size_work, 
             assert im.convert("RGB").getpixel(corner)[0] > 150
 
 
-def test_import_decodes_a_jpeg_at_an_eighth_and_still_refuses_a_truncated_one(tmp_path,
-                                                                          monkeypatch):
+def test_import_decodes_a_jpeg_at_an_eighth_and_still_refuses_a_truncated_one(
+        tmp_path, monkeypatch, make_engine_db):
     decoded: list[tuple[int, int]] = []
     original = JpegImagePlugin.JpegImageFile.load
 
@@ -127,23 +129,24 @@ def test_import_decodes_a_jpeg_at_an_eighth_and_still_refuses_a_truncated_one(tm
     write_jsonl(root / "outputs.jsonl", outputs)
     path = root / "outputs/modelA/t1.jpg"
     big_image("RGB").save(path, quality=90)
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         import_path(store, root)
         stored = store.query_df("SELECT width, height FROM files WHERE format = 'JPEG'")
     assert decoded == [(375, 250)]  # 3000x2000 decoded at 1/8 scale
     assert (int(stored.width.iloc[0]), int(stored.height.iloc[0])) == SIZE  # true size kept
     path.write_bytes(path.read_bytes()[: path.stat().st_size * 2 // 3])
-    with Store.open(tmp_path / "q.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(make_engine_db("q.db")) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, root)
     assert "outputs.jsonl:1: path: not a decodable image" in refused.value.report()
     assert "truncated" in refused.value.report()
 
 
 def test_an_image_over_the_pixel_limit_in_the_media_folder_is_not_decoded(tmp_path,
-                                                                      monkeypatch):
+                                                                      monkeypatch,
+                                                                      engine_db):
     """A media file replaced by a decompression bomb (81 Mpx in a few KB) is refused from its
     header when served: the placeholder, without decoding a pixel."""
-    store = Store.open(tmp_path / "p.db")
+    store = Store.open(engine_db)
     import_path(store, write_doc_example(tmp_path / "bundle"))
     sha = store.outputs_df()["sha256"].dropna().iloc[0]
     Image.new("1", (9000, 9000)).save(store.file_path(sha), "PNG")
