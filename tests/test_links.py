@@ -88,8 +88,8 @@ def test_report_html_draws_no_markup_from_names(tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
     if not os.access(shots.CHROMIUM, os.X_OK):
         pytest.skip("no Chromium")
-    # SQLite only: a Chromium run on the HTML report; the report's data come from the store
-    # API, which the report tests run on both engines
+    # SQLite only: a Chromium run on what the report's HTML draws from the names (the
+    # engine is not what it tests; browser runs are kept few)
     db = tmp_path / "p.db"
     with Store.open(db) as store:
         import_path(store, markup_bundle(tmp_path / "bundle"))
