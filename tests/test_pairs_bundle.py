@@ -184,8 +184,9 @@ BAD_ANNOTATIONS = [
 
 
 @pytest.mark.parametrize(("line", "file", "field", "message"), BAD_JUDGMENTS + BAD_ANNOTATIONS)
-def test_a_bad_answer_is_refused_at_its_line_and_field(tmp_path, line, file, field, message):
-    db = tmp_path / "a.db"
+def test_a_bad_answer_is_refused_at_its_line_and_field(tmp_path, line, file, field, message,
+                                                       engine_db):
+    db = engine_db
     Store.open(db).close()
     before = db_checksum(db)
     key = "extra_judgments" if file == "judgments.jsonl" else "extra_annotations"
@@ -206,8 +207,8 @@ def test_a_bad_answer_is_refused_at_its_line_and_field(tmp_path, line, file, fie
     ({"task_id": "t9"}, "task_id", "unknown task 't9'"),
     ({"pair_id": None}, "pair_id", "must not be null"),
 ])
-def test_a_bad_pair_line_is_refused(tmp_path, change, field, message):
-    db = tmp_path / "a.db"
+def test_a_bad_pair_line_is_refused(tmp_path, change, field, message, engine_db):
+    db = engine_db
     Store.open(db).close()
     before = db_checksum(db)
     bundle = pair_bundle(tmp_path / "bundle")
@@ -242,6 +243,7 @@ def test_a_ranking_line_and_a_changed_stored_item_are_refused(imported, tmp_path
     assert db_checksum(imported) == before
 
 
+# SQLite only: an old SQLite schema migrated (and its tables listed from sqlite_master).
 def test_a_schema_before_pairs_migrates_with_its_data(tmp_path, monkeypatch):
     """Migrate from the version just before the pairs migration (found by its text, since
     migrations are renumbered at merge) to :data:`schema.SCHEMA_VERSION`."""
