@@ -103,7 +103,7 @@ def test_human_pair_answers_are_append_only(imported):
     store.close()
 
 
-def test_export_then_import_reproduces_everything(imported, tmp_path):
+def test_export_then_import_reproduces_everything(imported, tmp_path, make_engine_db):
     out = tmp_path / "export"
     with Store.open(imported) as store:
         counts = write_bundle(store.read_project(), out)
@@ -115,7 +115,7 @@ def test_export_then_import_reproduces_everything(imported, tmp_path):
     history = [x for x in read_jsonl(out / "annotations.jsonl")
                if x.get("pair_id") == "pt1xy" and x["annotator"] == "ann1"]
     assert [x["preference"] for x in history] == ["b", "a"]
-    b = tmp_path / "b.db"
+    b = make_engine_db("b.db")
     with Store.open(b) as store:
         import_path(store, out)
     assert _content(b) == _content(imported)
