@@ -24,6 +24,8 @@ from tests.helpers.bundles import (
     write_jsonl,
 )
 
+STORE_ENGINES = ("sqlite", "postgresql")
+
 
 def edit_jsonl(name: str, line: int, change: Callable[[dict], object]):
     """A mutation that edits record ``line`` (1-based) of a JSONL file of the bundle."""
@@ -182,9 +184,10 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_bundle_is_refused_and_nothing_is_written(case, tmp_path, example_bundle):
+def test_bad_bundle_is_refused_and_nothing_is_written(case, tmp_path, example_bundle,
+                                                      engine_db):
     # a database that already holds a project: it must stay exactly as it was
-    db = tmp_path / "p.db"
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_doc_example(tmp_path / "other"))
     before = db_checksum(db)
@@ -197,8 +200,8 @@ def test_bad_bundle_is_refused_and_nothing_is_written(case, tmp_path, example_bu
     assert db_checksum(db) == before
 
 
-def test_a_conflicting_reimport_is_refused(tmp_path, example_bundle):
-    db = tmp_path / "p.db"
+def test_a_conflicting_reimport_is_refused(example_bundle, engine_db):
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, example_bundle)
     before = db_checksum(db)
@@ -213,11 +216,11 @@ def test_a_conflicting_reimport_is_refused(tmp_path, example_bundle):
     assert db_checksum(db) == before
 
 
-def test_many_errors_are_reported_together_up_to_twenty(tmp_path, example_bundle):
+def test_many_errors_are_reported_together_up_to_twenty(example_bundle, engine_db):
     rows = read_jsonl(example_bundle / "judgments.jsonl")
     write_jsonl(example_bundle / "judgments.jsonl",
                 [dict(rows[0], answer="maybe") for _ in range(30)])
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(engine_db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, example_bundle)
     assert len(refused.value.problems) == 20
     assert str(refused.value.problems[4]).startswith("judgments.jsonl:5: answer:")
@@ -234,10 +237,10 @@ def _zip_with(tmp_path: Path, example_bundle: Path, extra: Callable[[zipfile.Zip
     return archive
 
 
-def test_zip_slip_is_refused(tmp_path, example_bundle):
+def test_zip_slip_is_refused(tmp_path, example_bundle, engine_db):
     archive = _zip_with(tmp_path, example_bundle,
                         lambda zf: zf.writestr("../../evil.txt", "pwned"))
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(engine_db) as store:
         with pytest.raises(ImportRefused) as refused:
             import_path(store, archive)
         assert store.counts()["imports"] == 0
@@ -245,32 +248,32 @@ def test_zip_slip_is_refused(tmp_path, example_bundle):
     assert not (tmp_path.parent / "evil.txt").exists()
 
 
-def test_symlink_in_zip_is_refused(tmp_path, example_bundle):
+def test_symlink_in_zip_is_refused(tmp_path, example_bundle, engine_db):
     def add_link(zf: zipfile.ZipFile) -> None:
         info = zipfile.ZipInfo("images/link.png")
         info.external_attr = (0o120777 << 16)
         zf.writestr(info, "/etc/passwd")
     archive = _zip_with(tmp_path, example_bundle, add_link)
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(engine_db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, archive)
     assert "symbolic links are not allowed" in str(refused.value)
 
 
 @pytest.mark.slow
-def test_zip_bomb_member_is_refused(tmp_path, example_bundle):
+def test_zip_bomb_member_is_refused(tmp_path, example_bundle, engine_db):
     def add_bomb(zf: zipfile.ZipFile) -> None:
         zf.writestr(zipfile.ZipInfo("padding.bin"), b"\0" * (64 * 1024 * 1024),
                     compress_type=zipfile.ZIP_DEFLATED)
     archive = _zip_with(tmp_path, example_bundle, add_bomb)
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(engine_db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, archive)
     assert "compression ratio too high" in str(refused.value)
 
 
-def test_cli_prints_the_located_error_and_exits_1(tmp_path, example_bundle, capsys):
+def test_cli_prints_the_located_error_and_exits_1(example_bundle, capsys, engine_db):
     edit_jsonl("tasks.jsonl", 1, set_field(["images", 2, "path"], "images/t1/nope.png"))(
         example_bundle)
-    code = main(["import", str(example_bundle), "--db", str(tmp_path / "p.db")])
+    code = main(["import", str(example_bundle), "--db", engine_db])
     err = capsys.readouterr().err
     assert code == 1
     assert "nothing was written" in err
@@ -289,7 +292,7 @@ def test_html_in_text_fields_is_stored_verbatim(store, example_bundle):
         payload  # exported verbatim, not escaped or rendered
 
 
-def test_a_metric_judge_without_a_scale_keeps_its_own_units(tmp_path, example_bundle):
+def test_a_metric_judge_without_a_scale_keeps_its_own_units(example_bundle, engine_db):
     """A ``kind: "metric"`` judge that declares no scale (a converter of CLIPScore results
     rarely knows one): its 0.31 is stored as it is, not refused as off the criterion's
     1..10 (issue #15, item 11); the statistics then treat it as on its own scale."""
@@ -300,7 +303,7 @@ def test_a_metric_judge_without_a_scale_keeps_its_own_units(tmp_path, example_bu
     doc["judges"] = [j if j["name"] != "clipscore" else {"name": "clipscore", "kind": "metric"}
                      for j in doc["judges"]]
     (example_bundle / "bundle.json").write_text(json.dumps(doc))
-    with Store.open(tmp_path / "m.db") as store:
+    with Store.open(engine_db) as store:
         import_path(store, example_bundle, user="test")
         stored = store.conn.execute("SELECT score FROM judgments WHERE judge = 'clipscore'"
                                     ).fetchall()
@@ -319,9 +322,9 @@ def test_a_metric_judge_without_a_scale_keeps_its_own_units(tmp_path, example_bu
     assert "own scale (own units)" in row.note and row[["mean_diff", "loa_lo"]].isna().all()
 
 
-def test_a_vlm_score_off_the_scale_says_how_to_fix_it(tmp_path, example_bundle):
+def test_a_vlm_score_off_the_scale_says_how_to_fix_it(example_bundle, engine_db):
     edit_jsonl("judgments.jsonl", 4, set_field(["score"], 11))(example_bundle)
-    with Store.open(tmp_path / "v.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(engine_db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, example_bundle, user="test")
     text = str(refused.value)
     assert "judgments.jsonl:4: score: 11 is outside the scale 1..10" in text

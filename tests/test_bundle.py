@@ -105,7 +105,7 @@ def test_export_then_import_reproduces_the_same_content(store, example_bundle, t
 
 @pytest.mark.slow
 @pytest.mark.parametrize("source", ["demo", "vif-release"])
-def test_round_trip_of_the_demo_and_a_vif_release(source, tmp_path):
+def test_round_trip_of_the_demo_and_a_vif_release(source, tmp_path, make_engine_db):
     """Export of another format's import, re-imported, gives the same content."""
     from annotation.project_files import DEMO_BUNDLE
 
@@ -116,7 +116,7 @@ def test_round_trip_of_the_demo_and_a_vif_release(source, tmp_path):
 
         path = tmp_path / "vif"
         make_vif_release(path)
-    with Store.open(tmp_path / "a.db") as a, Store.open(tmp_path / "b.db") as b:
+    with Store.open(make_engine_db("a.db")) as a, Store.open(make_engine_db("b.db")) as b:
         import_path(a, path)
         write_bundle(a.read_project(), tmp_path / "out")
         import_path(b, tmp_path / "out")
@@ -124,17 +124,17 @@ def test_round_trip_of_the_demo_and_a_vif_release(source, tmp_path):
         assert a.counts() == b.counts()
 
 
-def test_zip_bundle_imports_like_the_folder(tmp_path, example_bundle):
+def test_zip_bundle_imports_like_the_folder(tmp_path, example_bundle, make_engine_db):
     archive = shutil.make_archive(str(tmp_path / "example"), "zip", example_bundle)
-    with Store.open(tmp_path / "a.db") as a, Store.open(tmp_path / "b.db") as b:
+    with Store.open(make_engine_db("a.db")) as a, Store.open(make_engine_db("b.db")) as b:
         import_path(a, example_bundle)
         import_path(b, Path(archive))
         assert _content(a, import_times=False) == _content(b, import_times=False)
 
 
-def test_zip_with_a_top_folder_imports(tmp_path, example_bundle):
+def test_zip_with_a_top_folder_imports(tmp_path, example_bundle, make_engine_db):
     archive = shutil.make_archive(str(tmp_path / "nested"), "zip", tmp_path, "example")
-    with Store.open(tmp_path / "n.db") as store:
+    with Store.open(make_engine_db("n.db")) as store:
         import_path(store, Path(archive))
         assert store.counts()["tasks"] == 1
 
@@ -173,7 +173,7 @@ def test_shared_checklist_between_tasks(store, example_bundle):
 
 
 # ------------------------------------------------------------------ refusals of the reader
-def _refused(db: Path, bundle: Path) -> list[str]:
+def _refused(db: str | Path, bundle: Path) -> list[str]:
     """Import must be refused and leave ``db`` unchanged; the problems as text."""
     Store.open(db).close()
     before = db_checksum(db)
@@ -209,18 +209,18 @@ BIG = 1_000_001  # one character over the limit of a text field
      f"outputs.jsonl:2: meta.seed: text of {BIG} characters, more than 1 MB"),
 ], ids=["task", "nested", "key", "image", "question", "output"])
 def test_text_over_1_mb_inside_meta_is_refused_with_its_path(tmp_path, example_bundle, name,
-                                                             change, expected):
+                                                             change, expected, make_engine_db):
     _rewrite(example_bundle / name, change)
-    assert expected in _refused(tmp_path / "p.db", example_bundle)
+    assert expected in _refused(make_engine_db("p.db"), example_bundle)
 
 
-def test_text_over_1_mb_inside_the_bundle_meta_is_refused(tmp_path, example_bundle):
+def test_text_over_1_mb_inside_the_bundle_meta_is_refused(tmp_path, example_bundle, make_engine_db):
     import json
 
     header = json.loads((example_bundle / "bundle.json").read_text())
     header["meta"] = {"about": {"readme": "x" * BIG}}
     (example_bundle / "bundle.json").write_text(json.dumps(header))
-    assert _refused(tmp_path / "p.db", example_bundle) == [
+    assert _refused(make_engine_db("p.db"), example_bundle) == [
         f"bundle.json: meta.about.readme: text of {BIG} characters, more than 1 MB"]
 
 
@@ -243,11 +243,11 @@ def test_meta_text_of_exactly_1_mb_is_kept(store, example_bundle):
      "bundle.json: name: contains a lone surrogate U+DBFF"),
 ], ids=["instruction", "meta-key", "image-label", "raw", "project-name"])
 def test_lone_surrogates_are_refused_at_their_field(tmp_path, example_bundle, name, old, new,
-                                                    expected):
+                                                    expected, make_engine_db):
     path = example_bundle / name
     assert old in path.read_text()
     path.write_text(path.read_text().replace(old, new, 1))
-    problems = _refused(tmp_path / "p.db", example_bundle)
+    problems = _refused(make_engine_db("p.db"), example_bundle)
     assert any(p.startswith(expected) for p in problems), problems
     assert all(p.encode("utf-8") for p in problems)  # printable: no surrogate in a message
 
@@ -260,12 +260,14 @@ def test_a_pair_of_surrogate_escapes_is_a_valid_character(store, example_bundle)
 
 
 def test_a_lone_surrogate_in_the_project_name_is_refused_on_re_import(tmp_path,
-                                                                      example_bundle):
-    with Store.open(tmp_path / "p.db") as store:
+                                                                      example_bundle,
+                                                                      make_engine_db):
+    p_db = make_engine_db("p.db")
+    with Store.open(p_db) as store:
         import_path(store, example_bundle)
     path = example_bundle / "bundle.json"
     path.write_text(path.read_text().replace('"Cat and', '"Cat \\ud800 and'))
-    assert _refused(tmp_path / "p.db", example_bundle) == [
+    assert _refused(p_db, example_bundle) == [
         "bundle.json: name: contains a lone surrogate U+D800 (a \\ud800 escape without its "
         "pair): not valid Unicode text"]
 
@@ -293,12 +295,13 @@ def test_resolve_inside_refuses_paths_the_file_system_cannot_take(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["Visual_Quality", "VQ", "qualité", "ｖｑ", "vq\n", "٣vq"])
-def test_criterion_names_outside_a_z_0_9_are_refused_from_any_importer(tmp_path, name):
+def test_criterion_names_outside_a_z_0_9_are_refused_from_any_importer(tmp_path, name,
+                                                                       make_engine_db):
     """The reader refuses them in bundle.json, and check_project for every format."""
     from annotation.formats.importers import import_project
     from annotation.records import Criterion, ProjectData
 
-    db = tmp_path / "p.db"
+    db = make_engine_db("p.db")
     Store.open(db).close()
     before = db_checksum(db)
     project = ProjectData("p", "b", "here", "vif-bench",
@@ -310,12 +313,13 @@ def test_criterion_names_outside_a_z_0_9_are_refused_from_any_importer(tmp_path,
     assert db_checksum(db) == before
 
 
-def test_unparsed_judgments_with_a_value_are_refused_from_any_importer(tmp_path, example_bundle):
+def test_unparsed_judgments_with_a_value_are_refused_from_any_importer(tmp_path, example_bundle,
+                                                                       make_engine_db):
     from annotation.formats import bundle
     from annotation.formats.importers import import_project
     from annotation.records import Judgment
 
-    db = tmp_path / "p.db"
+    db = make_engine_db("p.db")
     Store.open(db).close()
     before = db_checksum(db)
     project = bundle.read_bundle_dir(example_bundle)
@@ -338,9 +342,9 @@ def test_unparsed_judgments_with_a_value_are_refused_from_any_importer(tmp_path,
      "'unparsed' means the judge's text could not be read: 'score' must then be null"),
 ])
 def test_unparsed_judgment_lines_with_a_value_are_refused(tmp_path, example_bundle, line,
-                                                          change, expected):
+                                                          change, expected, make_engine_db):
     _rewrite(example_bundle / "judgments.jsonl", lambda rows: change(rows[line - 1]))
-    assert _refused(tmp_path / "p.db", example_bundle) == [expected]
+    assert _refused(make_engine_db("p.db"), example_bundle) == [expected]
 
 
 def test_unparsed_judgment_lines_without_a_value_are_kept(store, example_bundle):
@@ -360,13 +364,14 @@ def test_unparsed_judgment_lines_without_a_value_are_kept(store, example_bundle)
     ({0: ["t1.q3"], 2: ["t1.q2"]}, "t1.q1 -> t1.q3 -> t1.q2 -> t1.q1"),
     ({1: ["t1.q1", "t1.q3"], 2: ["t1.q2"]}, "t1.q2 -> t1.q3 -> t1.q2"),
 ], ids=["two", "three", "beside-a-valid-one"])
-def test_dependency_cycles_are_refused_and_named(tmp_path, example_bundle, deps, expected):
+def test_dependency_cycles_are_refused_and_named(tmp_path, example_bundle, deps, expected,
+                                                 make_engine_db):
     def change(rows):
         for i, parents in deps.items():
             rows[0]["questions"][i]["depends_on"] = parents
     _rewrite(example_bundle / "tasks.jsonl", change)
     first = expected.split(" ")[0]
-    assert _refused(tmp_path / "p.db", example_bundle) == [
+    assert _refused(make_engine_db("p.db"), example_bundle) == [
         f"tasks.jsonl:1: questions[{first}].depends_on: dependency cycle: {expected} (each "
         "depends on the next)"]
 
@@ -378,19 +383,20 @@ def test_a_dependency_chain_without_a_cycle_is_kept(store, example_bundle):
     assert store.counts()["questions"] == 3
 
 
-def test_bundle_json_through_a_symlink_out_of_the_bundle_is_refused(tmp_path, example_bundle):
+def test_bundle_json_through_a_symlink_out_of_the_bundle_is_refused(tmp_path, example_bundle,
+                                                                    make_engine_db):
     import os
 
     outside = tmp_path / "elsewhere.json"
     shutil.move(example_bundle / "bundle.json", outside)
     os.symlink(outside, example_bundle / "bundle.json")
-    assert _refused(tmp_path / "p.db", example_bundle) == [
+    assert _refused(make_engine_db("p.db"), example_bundle) == [
         "bundle.json: path leaves the bundle (symlink): 'bundle.json'"]
     # a symlink that stays inside the bundle is fine
     (example_bundle / "bundle.json").unlink()
     shutil.move(outside, example_bundle / "header.json")
     os.symlink(example_bundle / "header.json", example_bundle / "bundle.json")
-    with Store.open(tmp_path / "ok.db") as store:
+    with Store.open(make_engine_db("ok.db")) as store:
         import_path(store, example_bundle)
 
 
@@ -412,7 +418,8 @@ def test_the_reader_itself_refuses_criterion_names_and_unparsed_values(example_b
 
 
 def test_a_criterion_spelled_with_capitals_is_stored_lowercase_with_a_warning(tmp_path,
-                                                                              example_bundle):
+                                                                              example_bundle,
+                                                                              make_engine_db):
     """Issue #15, item 11: ``Visual Quality`` (a converter's spelling) is read as
     ``visual_quality`` everywhere in the bundle, its label kept, and the import says so;
     a name with no letter or digit is still refused, with how to fix it."""
@@ -436,10 +443,10 @@ def test_a_criterion_spelled_with_capitals_is_stored_lowercase_with_a_warning(tm
     # a spelling that is neither the declared one nor the stored name is not guessed at
     path.write_text(path.read_text().replace('"Visual Quality"', '"VISUAL_QUALITY"'))
     with (pytest.raises(ImportRefused, match="unknown criterion 'VISUAL_QUALITY'"),
-          Store.open(tmp_path / "u.db") as store):
+          Store.open(make_engine_db("u.db")) as store):
         import_path(store, example_bundle, user="test")
     path.write_text(path.read_text().replace('"VISUAL_QUALITY"', '"Visual Quality"'))
-    with Store.open(tmp_path / "c.db") as store:
+    with Store.open(make_engine_db("c.db")) as store:
         import_path(store, example_bundle, user="test")
         assert {r[0] for r in store.conn.execute(
             "SELECT criterion FROM judgments WHERE criterion IS NOT NULL")} == {"visual_quality"}
@@ -453,7 +460,8 @@ def test_a_criterion_spelled_with_capitals_is_stored_lowercase_with_a_warning(tm
         caught.value)
 
 
-def test_a_zip_member_the_file_system_cannot_take_is_refused(tmp_path, example_bundle):
+def test_a_zip_member_the_file_system_cannot_take_is_refused(tmp_path, example_bundle,
+                                                             make_engine_db):
     import zipfile
 
     archive = tmp_path / "long.zip"
@@ -462,7 +470,7 @@ def test_a_zip_member_the_file_system_cannot_take_is_refused(tmp_path, example_b
             if path.is_file():
                 zf.write(path, path.relative_to(example_bundle).as_posix())
         zf.writestr("images/" + "a" * 300 + ".png", b"x")
-    problems = _refused(tmp_path / "p.db", archive)
+    problems = _refused(make_engine_db("p.db"), archive)
     assert problems == [f"long.zip: images/{'a' * 293}...: cannot extract the member: "
                         "File name too long"]
 

@@ -130,8 +130,8 @@ def worked(tmp_path, engine_db: str) -> str:
 
 @pytest.fixture
 def worked_file(tmp_path) -> Path:
-    """:func:`_do_work` in a SQLite file: the refusals (bundle validation, the same code
-    on either engine) and the raw-SQLite test below."""
+    """:func:`_do_work` in a SQLite file: the source of the refusals' exports (each
+    imported into a project on the test's engine) and the raw-SQLite test below."""
     return Path(_do_work(tmp_path / "a.db", tmp_path))
 
 
@@ -146,7 +146,7 @@ def test_every_kind_of_human_work_is_in_the_fixture(worked):
                                                                "adjudicate"}
 
 
-def test_export_then_import_reproduces_all_human_work(worked, tmp_path):
+def test_export_then_import_reproduces_all_human_work(worked, tmp_path, make_engine_db):
     out = tmp_path / "export"
     with Store.open(worked) as store:
         counts = write_bundle(store.read_project(), out)
@@ -158,7 +158,7 @@ def test_export_then_import_reproduces_all_human_work(worked, tmp_path):
     assert [x["id"] for x in lines] == list(range(1, len(lines) + 1))
     changed = next(x for x in lines if x["supersedes"] is not None)
     assert lines[changed["supersedes"] - 1]["label"] is False and changed["note"] == "sure now"
-    b = tmp_path / "b.db"
+    b = make_engine_db("b.db")
     with Store.open(b) as store:
         import_path(store, out)
     assert _human_work(b) == _human_work(worked)
@@ -168,7 +168,7 @@ def test_export_then_import_reproduces_all_human_work(worked, tmp_path):
         assert wf.is_submitted(store, "ann1", "c1/m")
 
 
-def test_re_importing_the_export_is_idempotent(worked, tmp_path):
+def test_re_importing_the_export_is_idempotent(worked, tmp_path, make_engine_db):
     out = tmp_path / "export"
     with Store.open(worked) as store:
         write_bundle(store.read_project(), out)
@@ -177,16 +177,16 @@ def test_re_importing_the_export_is_idempotent(worked, tmp_path):
     assert _human_work(worked) == before
     assert summary.unchanged["conflict_verdicts"] == len(before["conflict_verdicts"])
     assert not {k: v for k, v in summary.written.items() if v}
-    b = tmp_path / "b.db"
+    b = make_engine_db("b.db")
     with Store.open(b) as store:
         import_path(store, out)
         import_path(store, out)
     assert _human_work(b) == before
 
 
-def test_a_longer_history_extends_the_stored_one(worked, tmp_path):
+def test_a_longer_history_extends_the_stored_one(worked, tmp_path, make_engine_db):
     """An export made after more work appends the new rows to the stored histories."""
-    b = tmp_path / "b.db"
+    b = make_engine_db("b.db")
     with Store.open(worked) as store:
         write_bundle(store.read_project(), tmp_path / "first")
     with Store.open(b) as store:
@@ -201,12 +201,12 @@ def test_a_longer_history_extends_the_stored_one(worked, tmp_path):
     assert _human_work(b) == _human_work(worked)
 
 
-def test_zip_export_round_trip(worked, tmp_path, capsys):
+def test_zip_export_round_trip(worked, tmp_path, capsys, make_engine_db):
     assert cli(["export", "--db", str(worked), "--out", str(tmp_path / "study.zip"),
                 "--zip"]) == 0
     out = capsys.readouterr().out
     assert "tree_reviews 4" in out and "adjudications 2" in out and "gold_answers 2" in out
-    b = tmp_path / "b.db"
+    b = make_engine_db("b.db")
     assert cli(["import", str(tmp_path / "study.zip"), "--db", str(b), "--quiet"]) == 0
     assert _human_work(b) == _human_work(worked)
 
@@ -261,11 +261,11 @@ def _first(path: Path, **match) -> int:
      "must not be empty"),
 ])
 def test_bad_lines_are_refused_at_their_field_and_nothing_is_written(
-        worked_file, tmp_path, file, match, changes, field, message):
+        worked_file, tmp_path, file, match, changes, field, message, make_engine_db):
     out = _export(worked_file, tmp_path / "export")
     number = _first(out / file, **match)
     _edit(out / file, number, **changes)
-    b = tmp_path / "b.db"
+    b = make_engine_db("b.db")
     with Store.open(b) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, out)
     problem = refused.value.problems[0]
@@ -276,13 +276,13 @@ def test_bad_lines_are_refused_at_their_field_and_nothing_is_written(
     assert all(not rows for rows in _human_work(b).values())
 
 
-def test_a_supersedes_cycle_is_refused(worked_file, tmp_path):
+def test_a_supersedes_cycle_is_refused(worked_file, tmp_path, make_engine_db):
     out = _export(worked_file, tmp_path / "export")
     path = out / "tree_reviews.jsonl"
     first = _first(path, supersedes=None, instance="g|g1")
     second = _first(path, instance="g|g1", supersedes=first)
     _edit(path, first, supersedes=second)
-    with Store.open(tmp_path / "b.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(make_engine_db("b.db")) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, out)
     messages = [str(p) for p in refused.value.problems]
     assert any("tree_reviews.jsonl" in m and "cycle" in m for m in messages), messages
@@ -293,20 +293,21 @@ def test_a_supersedes_cycle_is_refused(worked_file, tmp_path):
     ({"supersedes": None}, "a second first answer"),
 ])
 def test_supersedes_must_name_the_current_answer_of_the_same_person(worked_file, tmp_path,
-                                                                  changes, message):
+                                                                  changes, message, make_engine_db):
     out = _export(worked_file, tmp_path / "export")
     path = out / "conflict_verdicts.jsonl"
     number = _first(path, verifier="ver1", conflict="orientation", note="sure now")
     _edit(path, number, **changes)
-    with Store.open(tmp_path / "b.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(make_engine_db("b.db")) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, out)
     assert any(message in p.message and p.line == number for p in refused.value.problems), \
         refused.value.problems
 
 
-def test_a_history_that_differs_from_the_stored_one_is_refused(worked_file, tmp_path):
+def test_a_history_that_differs_from_the_stored_one_is_refused(worked_file, tmp_path,
+                                                               make_engine_db):
     out = _export(worked_file, tmp_path / "export")
-    b = tmp_path / "b.db"
+    b = make_engine_db("b.db")
     with Store.open(b) as store:
         import_path(store, out)
     before = _human_work(b)
@@ -320,23 +321,23 @@ def test_a_history_that_differs_from_the_stored_one_is_refused(worked_file, tmp_
     assert _human_work(b) == before
 
 
-def test_a_bundle_without_the_new_files_imports_as_before(worked_file, tmp_path):
+def test_a_bundle_without_the_new_files_imports_as_before(worked_file, tmp_path, make_engine_db):
     """Bundles written before these files still import: answers count as submitted."""
     out = _export(worked_file, tmp_path / "export")
     for name in ("prelabel_readings", "conflict_verdicts", "conflict_resolutions",
                  "tree_reviews", "flags", "submissions", "visits"):
         (out / f"{name}.jsonl").unlink()
-    b = tmp_path / "b.db"
+    b = make_engine_db("b.db")
     with Store.open(b) as store:
         import_path(store, out)
         assert wf.is_submitted(store, "ann2", "c2/m")
     assert _human_work(b)["annotations"] == _human_work(worked_file)["annotations"]
 
 
-def test_export_folder_leftovers_are_replaced(worked_file, tmp_path):
+def test_export_folder_leftovers_are_replaced(worked_file, tmp_path, make_engine_db):
     out = _export(worked_file, tmp_path / "export")
     assert (out / "flags.jsonl").is_file()
-    b = tmp_path / "b.db"
+    b = make_engine_db("b.db")
     with Store.open(b) as store:
         write_bundle(store.read_project(), out)  # an empty project over the old export
     assert not (out / "flags.jsonl").exists()

@@ -926,6 +926,7 @@ def import_one(db: Path, pristine: Path, bundle: Path, mutation: Mutation) -> st
     return outcome
 
 
+# SQLite only: every example starts from the same database by copying its file back.
 @pytest.mark.slow
 def test_fuzzed_bundles_are_refused_located_and_write_nothing(tmp_path):
     global BASE
@@ -975,6 +976,7 @@ def test_fuzzed_bundles_are_refused_located_and_write_nothing(tmp_path):
     assert db_checksum(full) == before[full] and db_checksum(empty) == before[empty]
 
 
+# SQLite only: checks import_one of the test above, which copies the database file back.
 def test_the_base_itself_is_valid_and_each_fuzz_kind_is_invalid(tmp_path):
     """The checker: the unmutated base imports; one mutation of each kind is refused."""
     global BASE
@@ -1005,7 +1007,8 @@ def test_the_base_itself_is_valid_and_each_fuzz_kind_is_invalid(tmp_path):
 
 
 # ------------------------------------------------------------------ defects found (fixed)
-def _refused_at(example_bundle: Path, db: Path, file: str, line: int | None, leaf: str) -> None:
+def _refused_at(example_bundle: Path, db: str | Path, file: str, line: int | None,
+                leaf: str) -> None:
     Store.open(db).close()
     before = db_checksum(db)
     with Store.open(db) as store, pytest.raises(ImportRefused) as refused:
@@ -1022,60 +1025,61 @@ def _edit(bundle: Path, name: str, line: int, change: Callable[[dict], None]) ->
     (bundle / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
-def test_defect_lone_surrogate_in_a_text_field(tmp_path, example_bundle):
+def test_defect_lone_surrogate_in_a_text_field(example_bundle, engine_db):
     _edit(example_bundle, "tasks.jsonl", 1, lambda r: r.update(instruction="Put \ud800 it"))
-    _refused_at(example_bundle, tmp_path / "p.db", "tasks.jsonl", 1, "instruction")
+    _refused_at(example_bundle, engine_db, "tasks.jsonl", 1, "instruction")
 
 
-def test_defect_lone_surrogate_in_a_path(tmp_path, example_bundle):
+def test_defect_lone_surrogate_in_a_path(example_bundle, engine_db):
     _edit(example_bundle, "outputs.jsonl", 1, lambda r: r.update(path="outputs/\udc00.png"))
-    _refused_at(example_bundle, tmp_path / "p.db", "outputs.jsonl", 1, "path")
+    _refused_at(example_bundle, engine_db, "outputs.jsonl", 1, "path")
 
 
-def test_defect_path_component_over_255_bytes(tmp_path, example_bundle):
+def test_defect_path_component_over_255_bytes(example_bundle, engine_db):
     _edit(example_bundle, "outputs.jsonl", 1, lambda r: r.update(path="a" * 300 + ".png"))
-    _refused_at(example_bundle, tmp_path / "p.db", "outputs.jsonl", 1, "path")
+    _refused_at(example_bundle, engine_db, "outputs.jsonl", 1, "path")
 
 
-def test_defect_judge_scale_integer_too_big(tmp_path, example_bundle):
+def test_defect_judge_scale_integer_too_big(example_bundle, engine_db):
     header = json.loads((example_bundle / "bundle.json").read_text())
     header["judges"][1]["scale"] = [0, 10**400]
     (example_bundle / "bundle.json").write_text(json.dumps(header))
-    _refused_at(example_bundle, tmp_path / "p.db", "bundle.json", None, "scale")
+    _refused_at(example_bundle, engine_db, "bundle.json", None, "scale")
 
 
-def test_defect_layout_coordinate_integer_too_big(tmp_path, example_bundle):
+def test_defect_layout_coordinate_integer_too_big(example_bundle, engine_db):
     _edit(example_bundle, "tasks.jsonl", 1,
           lambda r: r["meta"]["layout"].update(cat=[10**400, 0.6, 0.5, 0.95]))
-    _refused_at(example_bundle, tmp_path / "p.db", "tasks.jsonl", 1, "cat")
+    _refused_at(example_bundle, engine_db, "tasks.jsonl", 1, "cat")
 
 
-def test_defect_dependency_cycle_is_refused(tmp_path, example_bundle):
+def test_defect_dependency_cycle_is_refused(example_bundle, engine_db):
     _edit(example_bundle, "tasks.jsonl", 1,
           lambda r: r["questions"][0].update(depends_on=["t1.q2"]))
-    _refused_at(example_bundle, tmp_path / "p.db", "tasks.jsonl", 1, "depends_on")
+    _refused_at(example_bundle, engine_db, "tasks.jsonl", 1, "depends_on")
 
 
-def test_defect_unparsed_judgment_with_an_answer_is_refused(tmp_path, example_bundle):
+def test_defect_unparsed_judgment_with_an_answer_is_refused(example_bundle, engine_db):
     _edit(example_bundle, "judgments.jsonl", 1, lambda r: r.update(parse_status="unparsed"))
-    _refused_at(example_bundle, tmp_path / "p.db", "judgments.jsonl", 1, "parse_status")
+    _refused_at(example_bundle, engine_db, "judgments.jsonl", 1, "parse_status")
 
 
-def test_defect_criterion_name_without_a_letter_or_digit_is_refused(tmp_path,
-                                                                     example_bundle):
+def test_defect_criterion_name_without_a_letter_or_digit_is_refused(example_bundle,
+                                                                     engine_db):
     """``Visual_Quality`` is now stored as ``visual_quality`` with a warning (issue #15,
     item 11; tests/test_bundle.py); a name with nothing to keep is still refused."""
     for name in ("bundle.json", "judgments.jsonl", "annotations.jsonl"):
         path = example_bundle / name
         path.write_text(path.read_text().replace('"visual_quality"', '"***"'))
-    _refused_at(example_bundle, tmp_path / "p.db", "bundle.json", None, "name")
+    _refused_at(example_bundle, engine_db, "bundle.json", None, "name")
 
 
-def test_defect_bundle_json_symlink_out_of_the_bundle_is_refused(tmp_path, example_bundle):
+def test_defect_bundle_json_symlink_out_of_the_bundle_is_refused(tmp_path, example_bundle,
+                                                                  engine_db):
     outside = tmp_path / "elsewhere.json"
     shutil.move(example_bundle / "bundle.json", outside)
     os.symlink(outside, example_bundle / "bundle.json")
-    db = tmp_path / "p.db"
+    db = engine_db
     Store.open(db).close()
     with Store.open(db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, example_bundle)

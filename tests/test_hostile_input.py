@@ -147,8 +147,9 @@ def write_hostile_bundle(root: Path) -> Path:
 
 
 @pytest.fixture
-def hostile_db(tmp_path, monkeypatch) -> Path:
-    db = tmp_path / "hostile.db"
+def hostile_db(tmp_path, monkeypatch, engine_db: str) -> str:
+    """The hostile bundle imported, on SQLite and on PostgreSQL (``engine_db``)."""
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_hostile_bundle(tmp_path / "bundle"))
         # the three imported annotators submitted everything: open the items again
@@ -377,8 +378,9 @@ def hostile_conflict_bundle(root: Path) -> Path:
 
 
 def test_conflicts_page_renders_hostile_text_inert_except_image_captions(tmp_path,
-                                                                         monkeypatch):
-    db = tmp_path / "verify.db"
+                                                                         monkeypatch,
+                                                                         engine_db):
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, hostile_conflict_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
@@ -393,8 +395,8 @@ def test_conflicts_page_renders_hostile_text_inert_except_image_captions(tmp_pat
     assert_panel_inert(at)  # the verdict panel: the shipped code, JSON data
 
 
-def test_conflicts_page_image_captions_are_escaped(tmp_path, monkeypatch):
-    db = tmp_path / "verify.db"
+def test_conflicts_page_image_captions_are_escaped(tmp_path, monkeypatch, engine_db):
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, hostile_conflict_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
@@ -415,8 +417,8 @@ HUNDRED_MB = 100_000_000
     ("annotations.jsonl", 2, "note", '"note": "'),
 ])
 def test_a_100_mb_text_field_is_refused_with_its_place(tmp_path, example_bundle, name, line,
-                                                       field, anchor):
-    db = tmp_path / "p.db"
+                                                       field, anchor, engine_db):
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_doc_example(tmp_path / "other"))
     before = db_checksum(db)
@@ -442,11 +444,11 @@ def test_a_100_mb_text_field_is_refused_with_its_place(tmp_path, example_bundle,
 
 
 @pytest.mark.slow
-def test_the_cli_refuses_a_100_mb_field_in_bundle_json(tmp_path, example_bundle, capsys):
+def test_the_cli_refuses_a_100_mb_field_in_bundle_json(example_bundle, capsys, engine_db):
     header = json.loads((example_bundle / "bundle.json").read_text())
     header["guidelines"] = "y" * HUNDRED_MB
     (example_bundle / "bundle.json").write_text(json.dumps(header))
-    db = tmp_path / "p.db"
+    db = engine_db
     assert main(["import", str(example_bundle), "--db", str(db)]) == 1
     err = capsys.readouterr().err
     assert "bundle.json: guidelines: text of 100,000,000 characters is over the limit" in err
@@ -455,11 +457,11 @@ def test_the_cli_refuses_a_100_mb_field_in_bundle_json(tmp_path, example_bundle,
         assert store.counts()["tasks"] == 0
 
 
-def test_a_text_over_1_mb_inside_meta_is_refused(tmp_path, example_bundle):
+def test_a_text_over_1_mb_inside_meta_is_refused(example_bundle, engine_db):
     rows = read_jsonl(example_bundle / "tasks.jsonl")
     rows[0]["meta"]["notes"] = "x" * 1_000_001
     write_jsonl(example_bundle / "tasks.jsonl", rows)
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(engine_db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, example_bundle)
     assert any(str(p).startswith("tasks.jsonl:1: meta") for p in refused.value.problems)
 
@@ -488,8 +490,8 @@ def _negative_numbers(path: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_report_csvs_neutralize_formulas_and_keep_numbers(tmp_path):
-    db = tmp_path / "p.db"
+def test_report_csvs_neutralize_formulas_and_keep_numbers(tmp_path, engine_db):
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_hostile_bundle(tmp_path / "bundle"))
     written: list[Path] = []
@@ -517,11 +519,11 @@ def test_report_csvs_neutralize_formulas_and_keep_numbers(tmp_path):
     assert "'-0." not in cells
 
 
-def test_conflict_csvs_neutralize_formulas(tmp_path):
+def test_conflict_csvs_neutralize_formulas(tmp_path, engine_db):
     root = write_conflict_bundle(tmp_path / "bundle")
     renamed = {"c1": "=c1()", "c2": "\t=2+3", "c3": "-c3"}
     rename_tasks(root, renamed)
-    db = tmp_path / "p.db"
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, root)
         for verifier in ("@ver", "-ver2"):  # valid account names that look like formulas

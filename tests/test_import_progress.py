@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -50,12 +49,12 @@ def write_bundle(root: Path, n_outputs: int = 250, questions: int = 5) -> int:
     return n
 
 
-def test_record_progress_reports_each_file_and_the_judgments_written(tmp_path):
+def test_record_progress_reports_each_file_and_the_judgments_written(tmp_path, engine_db):
     n = write_bundle(tmp_path / "b")
     assert n == 2500
     calls: list[tuple[str, int, int]] = []
     stages: list[int] = []
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(engine_db) as store:
         summary = import_path(store, tmp_path / "b", progress=stages.append,
                               record_progress=lambda *call: calls.append(call))
         assert store.counts()["judgments"] == n
@@ -70,12 +69,12 @@ def test_record_progress_reports_each_file_and_the_judgments_written(tmp_path):
                                              "judgments.jsonl", "judgments"}
 
 
-def test_a_refused_import_with_progress_writes_nothing(tmp_path):
+def test_a_refused_import_with_progress_writes_nothing(tmp_path, engine_db):
     write_bundle(tmp_path / "b", n_outputs=3)
     with (tmp_path / "b" / "judgments.jsonl").open("a") as fh:
         fh.write('{"judge": "j1", "output_id": "o9", "question_id": "q0", "answer": "yes"}\n')
     calls: list[tuple[str, int, int]] = []
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(engine_db) as store:
         with pytest.raises(ImportRefused) as refused:
             import_path(store, tmp_path / "b", record_progress=lambda *c: calls.append(c))
         assert store.counts()["judgments"] == 0
@@ -85,13 +84,13 @@ def test_a_refused_import_with_progress_writes_nothing(tmp_path):
     assert not any(what == "judgments" for what, _, _ in calls)  # nothing was written
 
 
-def test_cli_progress_only_when_asked_or_on_a_terminal(tmp_path, capsys):
+def test_cli_progress_only_when_asked_or_on_a_terminal(tmp_path, capsys, make_engine_db):
     n = write_bundle(tmp_path / "b")
-    assert main(["import", str(tmp_path / "b"), "--db", str(tmp_path / "a.db")]) == 0
+    assert main(["import", str(tmp_path / "b"), "--db", make_engine_db("a.db")]) == 0
     captured = capsys.readouterr()
     assert captured.err == ""  # stderr is not a terminal here: scripts see no bar
     assert "judgments 2500" in captured.out
-    assert main(["import", str(tmp_path / "b"), "--db", str(tmp_path / "b.db"), "--quiet",
+    assert main(["import", str(tmp_path / "b"), "--db", make_engine_db("b.db"), "--quiet",
                  "--progress"]) == 0
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -159,7 +158,7 @@ def test_a_block_that_is_not_utf8_comes_back_raw_line_by_line():
     assert jsonl.count_lines(io.BytesIO(b"")) == 0
 
 
-def test_careful_lines_are_reported_as_before(tmp_path):
+def test_careful_lines_are_reported_as_before(tmp_path, engine_db):
     """Lines the fast path leaves are refused with their line and field, as before."""
     write_bundle(tmp_path / "b", n_outputs=1, questions=1)
     path = tmp_path / "b" / "judgments.jsonl"
@@ -172,7 +171,7 @@ def test_careful_lines_are_reported_as_before(tmp_path):
         "[1]",
         '{"judge": "j2",',
     ]) + "\n")
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(engine_db) as store:
         with pytest.raises(ImportRefused) as refused:
             import_path(store, tmp_path / "b")
         assert store.counts()["judgments"] == 0
@@ -184,17 +183,17 @@ def test_careful_lines_are_reported_as_before(tmp_path):
         "judgments.jsonl:6: invalid JSON: Expecting property name enclosed in double quotes: "
         "line 2 column 1 (char 16)",
     ]  # the same as before the fast reader (checked against the code of 318886b)
-    assert sqlite3.connect(tmp_path / "p.db").execute(
-        "SELECT COUNT(*) FROM imports").fetchone() == (0,)
+    with Store.open(engine_db) as store:
+        assert store.conn.execute("SELECT COUNT(*) FROM imports").fetchone() == (0,)
 
 
-def test_the_collector_is_paused_during_an_import_and_back_after(tmp_path):
+def test_the_collector_is_paused_during_an_import_and_back_after(tmp_path, engine_db):
     import gc
 
     write_bundle(tmp_path / "b", n_outputs=3)
     during: list[bool] = []
     assert gc.isenabled()
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(engine_db) as store:
         import_path(store, tmp_path / "b", record_progress=lambda *c: during.append(
             gc.isenabled()))
         assert gc.isenabled()

@@ -545,9 +545,9 @@ def _independent_agreement() -> tuple[float, int]:
 
 @pytest.mark.slow
 @needs_fixture
-def test_end_to_end_store_and_judge_agreement(tmp_path: Path, results: list[tuple]) -> None:
-    """Import into SQLite; judge agreement from the DB equals the one from the JSON."""
-    store = Store.open(tmp_path / "tiif.sqlite")
+def test_end_to_end_store_and_judge_agreement(engine_db: str, results: list[tuple]) -> None:
+    """Import into a project; judge agreement from the DB equals the one from the JSON."""
+    store = Store.open(engine_db)
     try:
         import_path(store, FIXTURE)
         counts = store.counts()

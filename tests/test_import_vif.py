@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -631,12 +632,12 @@ def test_missing_metadata(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- end to end
 
 
-def test_import_into_sqlite(tmp_path: Path) -> None:
+def test_import_into_a_project(tmp_path: Path, engine_db: str) -> None:
     """The fixture goes through detection, validation and the store like any import."""
     root = tmp_path / "vif-release"
     expected = make_vif_release(root)
     assert importers.detect(root) == "vif-bench"
-    store = Store.open(tmp_path / "project.sqlite")
+    store = Store.open(engine_db)
     try:
         summary = importers.import_path(store, root)
         counts = store.counts()
@@ -654,12 +655,12 @@ def test_import_into_sqlite(tmp_path: Path) -> None:
         store.close()
 
 
-def test_refused_import_writes_nothing(tmp_path: Path) -> None:
+def test_refused_import_writes_nothing(tmp_path: Path, engine_db: str) -> None:
     root = tmp_path / "vif-release"
     make_vif_release(root)
     path = root / "generations/model-a/v1_n1_00.png"
     path.write_bytes(path.read_bytes()[:100])
-    store = Store.open(tmp_path / "project.sqlite")
+    store = Store.open(engine_db)
     try:
         with pytest.raises(ImportRefused):
             importers.import_path(store, root)
@@ -751,7 +752,8 @@ def test_pixel_layout_is_normalized(new_release: tuple[Path, dict[str, Any]]) ->
 
 
 def test_unrecognizable_task_json_is_kept_and_warned(
-    new_release: tuple[Path, dict[str, Any]], tmp_path: Path
+    new_release: tuple[Path, dict[str, Any]], tmp_path: Path,
+    make_engine_db: Callable[[str], str],
 ) -> None:
     root, expected = new_release
     (root / "tasks/v3/n3_01/arrows.json").write_text(json.dumps({"gusts": "strong"}))
@@ -772,7 +774,7 @@ def test_unrecognizable_task_json_is_kept_and_warned(
     # it imports, and its export imports again
     from annotation.formats.bundle import write_bundle
 
-    with Store.open(tmp_path / "a.db") as a, Store.open(tmp_path / "b.db") as b:
+    with Store.open(make_engine_db("a.db")) as a, Store.open(make_engine_db("b.db")) as b:
         importers.import_path(a, root)
         write_bundle(a.read_project(), tmp_path / "out")
         importers.import_path(b, tmp_path / "out")
@@ -858,7 +860,7 @@ def test_labels_fill_conflicts_missing_from_metadata(new_release: tuple[Path, di
     assert tasks[T1].meta["conflict_labels"] == {"any_conflict": False, "pose_conflict": None}
 
 
-def test_bad_conflict_label_lines_are_located_errors(tmp_path: Path) -> None:
+def test_bad_conflict_label_lines_are_located_errors(tmp_path: Path, engine_db: str) -> None:
     root = tmp_path / "vif-release"
     make_vif_release(root)
     items = label_rows(root)
@@ -879,11 +881,11 @@ def test_bad_conflict_label_lines_are_located_errors(tmp_path: Path) -> None:
     # and the database is left as it was
     from tests.helpers.bundles import db_checksum
 
-    with Store.open(tmp_path / "project.sqlite") as store:
-        before = db_checksum(store.path)
+    with Store.open(engine_db) as store:
+        before = db_checksum(store.location)
         with pytest.raises(ImportRefused):
             importers.import_path(store, root)
-        assert db_checksum(store.path) == before
+        assert db_checksum(store.location) == before
 
 
 def test_reserved_keys_in_metadata_are_checked(new_release: tuple[Path, dict[str, Any]]):

@@ -8,6 +8,8 @@ same answers, history, progress, personal orders and next units.
 never by the code under test.
 """
 
+# SQLite only: the migration of an old SQLite project file (schema 5, written by old code).
+
 from __future__ import annotations
 
 import gzip

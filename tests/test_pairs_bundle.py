@@ -103,7 +103,7 @@ def test_human_pair_answers_are_append_only(imported):
     store.close()
 
 
-def test_export_then_import_reproduces_everything(imported, tmp_path):
+def test_export_then_import_reproduces_everything(imported, tmp_path, make_engine_db):
     out = tmp_path / "export"
     with Store.open(imported) as store:
         counts = write_bundle(store.read_project(), out)
@@ -115,7 +115,7 @@ def test_export_then_import_reproduces_everything(imported, tmp_path):
     history = [x for x in read_jsonl(out / "annotations.jsonl")
                if x.get("pair_id") == "pt1xy" and x["annotator"] == "ann1"]
     assert [x["preference"] for x in history] == ["b", "a"]
-    b = tmp_path / "b.db"
+    b = make_engine_db("b.db")
     with Store.open(b) as store:
         import_path(store, out)
     assert _content(b) == _content(imported)
@@ -184,8 +184,9 @@ BAD_ANNOTATIONS = [
 
 
 @pytest.mark.parametrize(("line", "file", "field", "message"), BAD_JUDGMENTS + BAD_ANNOTATIONS)
-def test_a_bad_answer_is_refused_at_its_line_and_field(tmp_path, line, file, field, message):
-    db = tmp_path / "a.db"
+def test_a_bad_answer_is_refused_at_its_line_and_field(tmp_path, line, file, field, message,
+                                                       engine_db):
+    db = engine_db
     Store.open(db).close()
     before = db_checksum(db)
     key = "extra_judgments" if file == "judgments.jsonl" else "extra_annotations"
@@ -206,8 +207,8 @@ def test_a_bad_answer_is_refused_at_its_line_and_field(tmp_path, line, file, fie
     ({"task_id": "t9"}, "task_id", "unknown task 't9'"),
     ({"pair_id": None}, "pair_id", "must not be null"),
 ])
-def test_a_bad_pair_line_is_refused(tmp_path, change, field, message):
-    db = tmp_path / "a.db"
+def test_a_bad_pair_line_is_refused(tmp_path, change, field, message, engine_db):
+    db = engine_db
     Store.open(db).close()
     before = db_checksum(db)
     bundle = pair_bundle(tmp_path / "bundle")
@@ -242,6 +243,7 @@ def test_a_ranking_line_and_a_changed_stored_item_are_refused(imported, tmp_path
     assert db_checksum(imported) == before
 
 
+# SQLite only: an old SQLite schema migrated (and its tables listed from sqlite_master).
 def test_a_schema_before_pairs_migrates_with_its_data(tmp_path, monkeypatch):
     """Migrate from the version just before the pairs migration (found by its text, since
     migrations are renumbered at merge) to :data:`schema.SCHEMA_VERSION`."""

@@ -37,8 +37,10 @@ PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "conflicts.py")
 
 
 @pytest.fixture
-def sdb(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "shared.db"
+def sdb(tmp_path, monkeypatch, engine_db: str) -> str:
+    """The shared-reference bundle imported, on SQLite and on PostgreSQL (``engine_db``);
+    the pages open it."""
+    path = engine_db
     with Store.open(path) as store:
         import_path(store, write_shared_reference_bundle(tmp_path / "bundle"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))
@@ -168,7 +170,7 @@ def test_page_shows_a_reading_made_in_another_task_and_asks_only_the_verdicts(sd
         finish(c1)
         finish(open_as(store, "ann1", "c2"))
         before = count(store)
-    ensure_account(Path(os.environ["JUDGE_AUDIT_DB"]), "ann1")
+    ensure_account(os.environ["JUDGE_AUDIT_DB"], "ann1")
     at = signed_in(PAGE, "ann1").run()
     assert not at.exception
     assert at.subheader[0].value.endswith("c4")
@@ -191,6 +193,7 @@ def test_page_shows_a_reading_made_in_another_task_and_asks_only_the_verdicts(sd
 
 
 # ------------------------------------------------------------------ migration 8 -> 9
+# SQLite only: a project file made with the SQLite schema 8, then migrated.
 def test_a_schema_8_database_with_readings_gets_the_image_hash(tmp_path, monkeypatch):
     path = tmp_path / "v8.db"
     monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:8])

@@ -35,6 +35,7 @@ from tests.helpers.bundles import (
 
 CYAN = (0, 0xE5, 0xFF)
 YELLOW = (0xFF, 0xD4, 0x00)
+STORE_ENGINES = ("sqlite", "postgresql")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -49,10 +50,10 @@ def edit_task(root: Path, change) -> None:
 
 def refused(store: Store, root: Path) -> list[str]:
     """Import ``root`` into ``store``: it must be refused and change nothing."""
-    before = db_checksum(store.path)
+    before = db_checksum(store.location)
     with pytest.raises(ImportRefused) as info:
         import_path(store, root)
-    assert db_checksum(store.path) == before, "a refused import changed the database"
+    assert db_checksum(store.location) == before, "a refused import changed the database"
     return [str(p) for p in info.value.problems]
 
 
@@ -313,23 +314,23 @@ def test_visual_instructions_are_drawn_from_the_task_meta(store, example_bundle,
     assert exported[4]["path"] == "rendered/t1/Image_4_light_wind.png"
     assert exported[4]["meta"] == {"note": "kept", "rendered_from": "meta.arrows"}
     assert (out / exported[4]["path"]).is_file()
-    with Store.open(tmp_path / "copy.db") as copy:
+    with Store.open(tmp_path / "copy.db") as copy:  # a SQLite file, from either engine
         import_path(copy, out)
         assert list(copy.images_df("t1").sha256) == list(images.sha256)
         assert list(copy.images_df("t1").meta) == list(images.meta)
     # importing the original bundle again: the same drawing, nothing changes
-    before = db_checksum(store.path)
+    before = db_checksum(store.location)
     summary = import_path(store, example_bundle)
     assert summary.unchanged["tasks"] == 1 and sum(summary.written.values()) == 0
     assert store.counts()["images"] == 5
-    assert db_checksum(store.path) != before  # only the import log grew
+    assert db_checksum(store.location) != before  # only the import log grew
     assert store.counts()["imports"] == 2
 
 
-def test_drawn_images_from_a_zip_bundle(tmp_path, example_bundle):
+def test_drawn_images_from_a_zip_bundle(tmp_path, example_bundle, engine_db):
     edit_task(example_bundle, _spec_task)
     archive = shutil.make_archive(str(tmp_path / "spec"), "zip", example_bundle)
-    with Store.open(tmp_path / "zip.db") as store:
+    with Store.open(engine_db) as store:
         import_path(store, Path(archive))
         images = store.images_df("t1")
         assert images.meta.str.contains("rendered_from").sum() == 3
@@ -388,7 +389,8 @@ def test_rendered_paths_are_safe_and_distinct() -> None:
 # ------------------------------------------------------------ the documented example
 
 
-def test_the_documented_section_example_imports_and_its_labels_follow_the_rules(tmp_path):
+def test_the_documented_section_example_imports_and_its_labels_follow_the_rules(tmp_path,
+                                                                                 engine_db):
     text = DOC.read_text(encoding="utf-8")
     section = text.split("## VIF-Bench visual instructions and conflict pre-labels", 1)[1]
     block = re.search(r"```json\n(.*?)```", section, re.S)
@@ -400,7 +402,7 @@ def test_the_documented_section_example_imports_and_its_labels_follow_the_rules(
     write_jsonl(root / "outputs.jsonl", [])
     (root / "judgments.jsonl").unlink()
     (root / "annotations.jsonl").unlink()
-    with Store.open(tmp_path / "doc.db") as store:
+    with Store.open(engine_db) as store:
         import_path(store, root)
         assert store.counts()["images"] == 4
     pre = {"cat": task["images"][0]["meta"]["prelabel"]}

@@ -14,6 +14,9 @@ The "nothing opened" tests watch every ``open`` the process makes (an audit hook
 the import runs, by inode, so a symlink or a hard link is seen too.
 """
 
+# SQLite only: the guard protects a project's own files (the .db, its -wal, -shm) and the
+# checks read them with raw sqlite3 (integrity_check); a PostgreSQL project has no such file.
+
 from __future__ import annotations
 
 import contextlib

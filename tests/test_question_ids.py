@@ -135,24 +135,24 @@ def test_ids_unique_across_the_bundle_are_never_changed(store, example_bundle):
     assert not [w for w in summary.warnings if "another checklist" in str(w)]
 
 
-def test_a_number_twice_in_one_checklist_is_still_refused(tmp_path):
+def test_a_number_twice_in_one_checklist_is_still_refused(tmp_path, make_engine_db):
     bundle = _dsg_bundle(tmp_path / "b")
     tasks = read_jsonl(bundle / "tasks.jsonl")
     tasks[1]["questions"][2]["question_id"] = "2"
     write_jsonl(bundle / "tasks.jsonl", tasks)
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as caught:
+    with Store.open(make_engine_db("p.db")) as store, pytest.raises(ImportRefused) as caught:
         import_path(store, bundle)
     assert "tasks.jsonl:2: question_id: duplicate question_id 'p2/2'" in [
         str(p) for p in caught.value.problems]
 
 
-def test_depends_on_a_number_of_another_checklist_only_is_refused(tmp_path):
+def test_depends_on_a_number_of_another_checklist_only_is_refused(tmp_path, make_engine_db):
     prompts = {"p1": PROMPTS["p1"], "p2": ("A dog.", ["Is there a dog?"])}
     bundle = _dsg_bundle(tmp_path / "b", prompts=prompts)
     tasks = read_jsonl(bundle / "tasks.jsonl")
     tasks[1]["questions"][0]["depends_on"] = ["3"]  # p2 has no question 3
     write_jsonl(bundle / "tasks.jsonl", tasks)
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as caught:
+    with Store.open(make_engine_db("p.db")) as store, pytest.raises(ImportRefused) as caught:
         import_path(store, bundle)
     assert any("depends_on: unknown question '3' (must be in the same checklist)" in str(p)
                for p in caught.value.problems)
@@ -172,12 +172,12 @@ def test_question_ids_written_as_numbers_are_read_as_their_text(store, tmp_path)
     assert store.counts()["judgments"] == 6 and store.counts()["annotations"] == 2
 
 
-def test_a_question_id_of_another_type_is_still_refused(tmp_path):
+def test_a_question_id_of_another_type_is_still_refused(tmp_path, make_engine_db):
     bundle = _dsg_bundle(tmp_path / "b")
     tasks = read_jsonl(bundle / "tasks.jsonl")
     tasks[0]["questions"][0]["question_id"] = 1.5
     write_jsonl(bundle / "tasks.jsonl", tasks)
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as caught:
+    with Store.open(make_engine_db("p.db")) as store, pytest.raises(ImportRefused) as caught:
         import_path(store, bundle)
     assert any(str(p).startswith("tasks.jsonl:1: questions[0].question_id: must be a string")
                for p in caught.value.problems)

@@ -24,8 +24,9 @@ def _current(store: Store) -> set[tuple]:
             for r in store.db.query("SELECT * FROM current_image_readings")}
 
 
-def test_a_correction_given_in_another_task_survives_export_and_import(tmp_path):
-    db = tmp_path / "a.db"
+def test_a_correction_given_in_another_task_survives_export_and_import(tmp_path,
+                                                                       make_engine_db):
+    db = make_engine_db("a.db")
     with Store.open(db) as store:
         import_path(store, write_shared_reference_bundle(tmp_path / "bundle"))
         open_task_as(store, "ann1", "c1").set_reading(0, "yaw", -40)
@@ -37,7 +38,7 @@ def test_a_correction_given_in_another_task_survives_export_and_import(tmp_path)
     lines = read_jsonl(tmp_path / "export" / "prelabel_readings.jsonl")
     assert [(r["task_id"], r["value"]) for r in lines if r["attribute"] == "yaw"][-1] == (
         "c4", 25.0)
-    with Store.open(tmp_path / "b.db") as again:
+    with Store.open(make_engine_db("b.db")) as again:
         import_path(again, tmp_path / "export")  # refused before: "another answer"
         assert _readings(again) == before and _current(again) == current
     with Store.open(db) as store:  # and into the database it came from: nothing new
@@ -46,6 +47,7 @@ def test_a_correction_given_in_another_task_survives_export_and_import(tmp_path)
         assert summary.unchanged["prelabel_readings"] == len(before)
 
 
+# SQLite only: a project file made with the SQLite schema 8, then migrated.
 def test_a_project_migrated_from_schema_8_with_one_image_read_in_two_tasks_moves(tmp_path):
     """Schema 8 asked for the shared dog in c1 (30) and again in c4 (35): after the
     migration the later reading is the current one, and the export carries one history

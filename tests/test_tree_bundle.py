@@ -51,20 +51,19 @@ def _tree(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def loaded_db(tmp_path: Path) -> Path:
+def loaded_db(tmp_path: Path, engine_db: str) -> str:
     """A project that already holds something (the documented example), so that
-    'unchanged' means more than 'still empty'."""
-    db = tmp_path / "project.db"
+    'unchanged' means more than 'still empty'; on each engine (``engine_db``)."""
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, write_doc_example(tmp_path / "doc"))
     return db
 
 
-def refused(db: Path, bundle: Path) -> list[str]:
+def refused(db: str | Path, bundle: Path) -> list[str]:
     """Import ``bundle`` into ``db``: it must be refused and leave ``db`` unchanged; return
     the problems as ``file:line: field: message``."""
-    if not db.exists():
-        Store.open(db).close()
+    Store.open(db).close()  # a new project is made (migrated) first
     before = db_checksum(db)
     with Store.open(db) as store, pytest.raises(ImportRefused) as caught:
         import_path(store, bundle)
@@ -72,7 +71,7 @@ def refused(db: Path, bundle: Path) -> list[str]:
     return [str(p) for p in caught.value.problems]
 
 
-def assert_refused(db: Path, bundle: Path, expected: str) -> list[str]:
+def assert_refused(db: str | Path, bundle: Path, expected: str) -> list[str]:
     """Refused, with a problem that starts with ``expected`` (file:line: field: message...)."""
     problems = refused(db, bundle)
     assert any(p.startswith(expected) for p in problems), (expected, problems)
@@ -81,9 +80,9 @@ def assert_refused(db: Path, bundle: Path, expected: str) -> list[str]:
 
 # ------------------------------------------------------------------ valid trees import
 @pytest.mark.parametrize("explicit", [False, True], ids=["computed", "explicit"])
-def test_the_tree_fixture_imports_with_its_node_outputs(tmp_path, explicit):
+def test_the_tree_fixture_imports_with_its_node_outputs(tmp_path, explicit, make_engine_db):
     root = write_tree_bundle(tmp_path / "b", explicit_nodes=explicit)
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         summary = import_path(store, root)
         assert summary.written["outputs"] == 6
         assert trees.node_output_ids(store) == {"tr1/m/N1", "tr1/m/N2a", "tr1/m/N2b",
@@ -129,15 +128,15 @@ def test_tree_nodes_without_meta_formula_need_a_formula_on_every_node(tmp_path, 
         assert trees.load_tree(store, "tr1").node("N2b").formula == "f2"
 
 
-def test_the_root_output_may_say_node_n0(tmp_path):
+def test_the_root_output_may_say_node_n0(tmp_path, make_engine_db):
     root = write_tree_bundle(tmp_path / "b")
     _edit(root, OUT, lambda rows: rows[0].update(meta={"node": "N0"}))
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         import_path(store, root)
         assert trees.tree_units(store) == ["tr1/m"]
 
 
-def test_the_documented_example_imports(tmp_path):
+def test_the_documented_example_imports(tmp_path, make_engine_db):
     """The example of the docs section, with real images: the docs cannot drift."""
     section = DOC.read_text(encoding="utf-8").split("## TRACE-Bench diagnostic trees", 1)[1]
     section = section.split("\n## ", 1)[0]
@@ -158,7 +157,7 @@ def test_the_documented_example_imports(tmp_path):
     for row in outputs:
         make_image(root / row["path"], size=(96, 96), color=next(colors))
     assert [o.get("meta", {}).get("node") for o in outputs] == [None, "N1", "N2"]
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         summary = import_path(store, root)
         assert summary.written["judgments"] == 3
         assert trees.node_output_ids(store) == {"tr1/modelA/N1", "tr1/modelA/N2"}
@@ -281,12 +280,13 @@ TREE_CASES: list[tuple[str, bool, Callable, str]] = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("explicit", "change", "expected"),
                          [case[1:] for case in TREE_CASES], ids=[c[0] for c in TREE_CASES])
-def test_a_bad_tree_is_refused_at_its_field(tmp_path, loaded_db, explicit, change, expected):
+def test_a_bad_tree_is_refused_at_its_field(tmp_path, loaded_db, explicit, change, expected,
+                                            make_engine_db):
     root = write_tree_bundle(tmp_path / "b", explicit_nodes=explicit)
     _edit(root, TSK, change)
     assert_refused(loaded_db, root, expected)
     # and into an empty project too
-    assert_refused(tmp_path / "empty.db", root, expected)
+    assert_refused(make_engine_db("empty.db"), root, expected)
 
 
 def test_a_tree_error_names_its_own_line(tmp_path, loaded_db):
@@ -352,20 +352,20 @@ OUTPUT_CASES: list[tuple[str, bool, Callable, str]] = [
 @pytest.mark.parametrize(("explicit", "change", "expected"),
                          [case[1:] for case in OUTPUT_CASES], ids=[c[0] for c in OUTPUT_CASES])
 def test_a_bad_node_output_is_refused_at_its_field(tmp_path, loaded_db, explicit, change,
-                                                   expected):
+                                                   expected, make_engine_db):
     root = write_tree_bundle(tmp_path / "b", explicit_nodes=explicit)
     _edit(root, OUT, change)
     assert_refused(loaded_db, root, expected)
-    assert_refused(tmp_path / "empty.db", root, expected)
+    assert_refused(make_engine_db("empty.db"), root, expected)
 
 
-def test_the_same_node_of_another_generator_is_fine(tmp_path):
+def test_the_same_node_of_another_generator_is_fine(tmp_path, make_engine_db):
     root = write_tree_bundle(tmp_path / "b")
     make_image(root / "outputs/other-N1.png", size=(96, 96), color="white")
     _edit(root, OUT, _append({"output_id": "tr1/other/N1", "task_id": "tr1",
                               "generator": "other", "path": "outputs/other-N1.png",
                               "meta": {"node": "N1"}}))
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         assert import_path(store, root).written["outputs"] == 7
 
 
@@ -391,9 +391,9 @@ def _split(tmp_path: Path) -> tuple[Path, Path]:
     return first, later
 
 
-def test_node_outputs_of_a_stored_task_import_later(tmp_path):
+def test_node_outputs_of_a_stored_task_import_later(tmp_path, make_engine_db):
     first, later = _split(tmp_path)
-    db = tmp_path / "p.db"
+    db = make_engine_db("p.db")
     with Store.open(db) as store:
         import_path(store, first)
         assert trees.tree_units(store) == []
@@ -417,18 +417,19 @@ def test_node_outputs_of_a_stored_task_import_later(tmp_path):
                                "path": None, "meta": {"node": "N1"}}),
      "outputs.jsonl:5: meta.node: task 'plain' has no diagnostic tree"),
 ], ids=["unknown-node", "node-twice", "root-twice", "task-without-tree"])
-def test_node_outputs_of_a_stored_task_are_checked_against_it(tmp_path, change, expected):
+def test_node_outputs_of_a_stored_task_are_checked_against_it(tmp_path, change, expected,
+                                                              make_engine_db):
     first, later = _split(tmp_path)
-    db = tmp_path / "p.db"
+    db = make_engine_db("p.db")
     with Store.open(db) as store:
         import_path(store, first)
     _edit(later, OUT, change)
     assert_refused(db, later, expected)
 
 
-def test_a_second_node_output_is_refused_against_the_database(tmp_path):
+def test_a_second_node_output_is_refused_against_the_database(tmp_path, make_engine_db):
     first, later = _split(tmp_path)
-    db = tmp_path / "p.db"
+    db = make_engine_db("p.db")
     with Store.open(db) as store:
         import_path(store, first)
         import_path(store, later)
@@ -453,7 +454,7 @@ def test_output_node_reads_meta_or_its_stored_text(meta, node):
     assert output_node(meta) == node
 
 
-def test_every_reader_of_node_outputs_follows_the_one_rule(tmp_path):
+def test_every_reader_of_node_outputs_follows_the_one_rule(tmp_path, make_engine_db):
     """The tree units, the node outputs left out of the study, the annotation workflow's
     items and the import's one-output-per-node check all tell node outputs from ordinary
     ones by :func:`annotation.trace.nodes.output_node`."""
@@ -463,7 +464,7 @@ def test_every_reader_of_node_outputs_follows_the_one_rule(tmp_path):
 
     root = write_tree_bundle(tmp_path / "b")
     _edit(root, OUT, lambda rows: rows[0].update(meta={"node": "N0"}))
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         import_path(store, root)
         outputs = store.outputs_df()
         nodes = {o for o, m in zip(outputs.output_id, outputs.meta, strict=True)

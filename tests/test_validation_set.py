@@ -126,8 +126,9 @@ def _project(root: Path, *, n_tasks: int = 24, seed: int = 5) -> Path:
 
 
 @pytest.fixture
-def project_db(tmp_path: Path) -> Path:
-    db = tmp_path / "study.db"
+def project_db(tmp_path: Path, engine_db: str) -> str:
+    """The validation-set project, on SQLite and on PostgreSQL (``engine_db``)."""
+    db = engine_db
     with Store.open(db) as store:
         import_path(store, _project(tmp_path / "bundle"))
     return db
@@ -227,7 +228,8 @@ def test_balancing_on_the_human_majority_draws_from_answers_already_given(projec
 
 
 @pytest.mark.slow
-def test_the_public_tiif_testmini_cannot_be_balanced_on_its_expected_answers(tmp_path):
+def test_the_public_tiif_testmini_cannot_be_balanced_on_its_expected_answers(tmp_path,
+                                                                             make_engine_db):
     """The public TIIF-Bench testmini files expect "no" for 34 of their 1,446 questions
     (272 of the 11,568 output x question pairs): too few for the paper's 280 "no", which
     can then only be balanced on the human answers (``balance="human"``). Counted here
@@ -239,7 +241,7 @@ def test_the_public_tiif_testmini_cannot_be_balanced_on_its_expected_answers(tmp
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 expected += [a.strip().lower() for a in json.loads(line)["yn_answer_list"]]
-    with Store.open(tmp_path / "tiif.db") as store:
+    with Store.open(make_engine_db("tiif.db")) as store:
         import_path(store, FIXTURE, user="test")
         assert items.checklist_candidates(store).empty  # no images in the public files
         candidates = store.query_df(
@@ -272,7 +274,7 @@ def test_the_assignment_page_draws_the_set_and_says_what_is_short(project_db, mo
         assert len(items.validation_pairs(store)) == 30 and len(items.sample_ids(store)) == 20
 
 
-def test_a_project_without_images_has_no_candidates_and_no_crash(tmp_path):
+def test_a_project_without_images_has_no_candidates_and_no_crash(tmp_path, make_engine_db):
     """A TIIF-Bench import without its image folder: every output is missing."""
     root = tmp_path / "b"
     root.mkdir()
@@ -281,7 +283,7 @@ def test_a_project_without_images_has_no_candidates_and_no_crash(tmp_path):
         {"question_id": "q", "text": "?", "pass_answer": "yes"}]}])
     write_jsonl(root / "outputs.jsonl", [{"output_id": "t/m", "task_id": "t",
                                          "generator": "m", "path": None, "missing": True}])
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         import_path(store, root)
         assert items.annotatable_outputs(store).empty
         assert items.checklist_candidates(store).empty

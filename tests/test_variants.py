@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,8 @@ from tests.helpers.variant_bundle import (
     make_variant_source,
 )
 from tests.helpers.vif_fixture import make_vif_release
+
+SERVED_ENGINES = ("sqlite", "postgresql")
 
 # ------------------------------------------------------------------ paired difference
 
@@ -66,15 +69,15 @@ def test_paired_difference_keeps_complete_pairs_only() -> None:
 # ------------------------------------------------------------------------- fixtures
 
 
-def _project(tmp_path: Path, per_count: dict[int, int]) -> tuple[Path, dict]:
+def _project(tmp_path: Path, per_count: dict[int, int], db: str) -> tuple[str, dict]:
+    """The variant source of ``per_count`` imported into the new project ``db``."""
     source = make_variant_source(tmp_path / "source", per_count)
-    db = tmp_path / "study.db"
     with Store.open(db) as store:
         import_path(store, tmp_path / "source")
     return db, source
 
 
-def _variants(db: Path, out: Path, level: str, *extra: str) -> int:
+def _variants(db: str | Path, out: Path, level: str, *extra: str) -> int:
     return main(["variants", "--db", str(db), "--level", level, "--out", str(out), "--quiet",
                  *extra])
 
@@ -82,8 +85,9 @@ def _variants(db: Path, out: Path, level: str, *extra: str) -> int:
 # ---------------------------------------------------------------- the variant tasks
 
 
-def test_images_removed_renumbered_and_references_rewritten(tmp_path: Path) -> None:
-    db, source = _project(tmp_path, {2: 1})
+def test_images_removed_renumbered_and_references_rewritten(tmp_path: Path,
+                                                            make_engine_db) -> None:
+    db, source = _project(tmp_path, {2: 1}, make_engine_db("study.db"))
     assert _variants(db, tmp_path / "dense", "dense") == 0
     (task,) = read_jsonl(tmp_path / "dense" / "tasks.jsonl")
     original = source["tasks"]["n2_00"]
@@ -125,8 +129,9 @@ def test_images_removed_renumbered_and_references_rewritten(tmp_path: Path) -> N
                 "The scene has wind blowing from left to right."]),
 ])
 def test_readout_of_each_level_in_the_instruction(tmp_path: Path, level: str,
-                                                  texts: list[str]) -> None:
-    db, _ = _project(tmp_path, {1: 1})
+                                                  texts: list[str],
+                                                  make_engine_db: Callable[[str], str]) -> None:
+    db, _ = _project(tmp_path, {1: 1}, make_engine_db("study.db"))
     assert _variants(db, tmp_path / level, level) == 0
     (task,) = read_jsonl(tmp_path / level / "tasks.jsonl")
     readout = task["instruction"].split("\n\n")[1]
@@ -136,8 +141,9 @@ def test_readout_of_each_level_in_the_instruction(tmp_path: Path, level: str,
         for t in texts]
 
 
-def test_stratified_sample_size_per_subject_count(tmp_path: Path) -> None:
-    db, _ = _project(tmp_path, {1: 5, 2: 2, 3: 4, 4: 1})
+def test_stratified_sample_size_per_subject_count(tmp_path: Path,
+                                                  make_engine_db: Callable[[str], str]) -> None:
+    db, _ = _project(tmp_path, {1: 5, 2: 2, 3: 4, 4: 1}, make_engine_db("study.db"))
     assert _variants(db, tmp_path / "a", "sparse", "--per-count", "3", "--seed", "7") == 0
     listed = pd.read_csv(tmp_path / "a" / "variant_tasks.csv")
     assert listed.groupby("subject_count").size().to_dict() == {1: 3, 2: 2, 3: 3, 4: 1}
@@ -156,12 +162,13 @@ def test_stratified_sample_size_per_subject_count(tmp_path: Path) -> None:
     assert len(pd.read_csv(tmp_path / "c" / "variant_tasks.csv")) == 12
 
 
-def test_published_subset_instead_of_a_drawn_one(tmp_path: Path, capsys) -> None:
+def test_published_subset_instead_of_a_drawn_one(tmp_path: Path, capsys,
+                                                 make_engine_db: Callable[[str], str]) -> None:
     """A VIF-Bench release marks its own subset (``in_vi_vs_ti_experiment``)."""
     root = tmp_path / "source"
     make_variant_source(root, {1: 3, 2: 2})
     rows = read_jsonl(root / "tasks.jsonl")
-    db = tmp_path / "db.sqlite"
+    db = make_engine_db("db.db")
     with Store.open(db) as store:
         import_path(store, root)
     assert _variants(db, tmp_path / "none", "dense", "--published") == 1
@@ -171,7 +178,7 @@ def test_published_subset_instead_of_a_drawn_one(tmp_path: Path, capsys) -> None
     write_jsonl(root / "tasks.jsonl", rows)
     for name in ("outputs.jsonl", "judgments.jsonl"):
         write_jsonl(root / name, [])
-    db2 = tmp_path / "db2.sqlite"
+    db2 = make_engine_db("db2.db")
     with Store.open(db2) as store:
         import_path(store, root)
     assert _variants(db2, tmp_path / "pub", "dense", "--published", "--per-count", "1") == 0
@@ -181,7 +188,8 @@ def test_published_subset_instead_of_a_drawn_one(tmp_path: Path, capsys) -> None
     assert meta["published"] is True and meta["seed"] is None
 
 
-def test_layout_only_tasks_are_not_in_the_subset(tmp_path: Path) -> None:
+def test_layout_only_tasks_are_not_in_the_subset(tmp_path: Path,
+                                                 make_engine_db: Callable[[str], str]) -> None:
     root = tmp_path / "source"
     make_variant_source(root, {1: 2})
     rows = read_jsonl(root / "tasks.jsonl")
@@ -189,7 +197,7 @@ def test_layout_only_tasks_are_not_in_the_subset(tmp_path: Path) -> None:
                                                                        "scene")]
     rows[0]["instruction"] = "The cat of Image_0 in the box of Image_1, in Image_2."
     write_jsonl(root / "tasks.jsonl", rows)
-    db = tmp_path / "db.sqlite"
+    db = make_engine_db("db.db")
     with Store.open(db) as store:
         import_path(store, root)
     assert _variants(db, tmp_path / "out", "dense") == 0
@@ -199,16 +207,18 @@ def test_layout_only_tasks_are_not_in_the_subset(tmp_path: Path) -> None:
 # -------------------------------------------------------------------------- errors
 
 
-def test_unknown_level_is_a_usage_error(tmp_path: Path, capsys) -> None:
-    db, _ = _project(tmp_path, {1: 1})
+def test_unknown_level_is_a_usage_error(tmp_path: Path, capsys,
+                                        make_engine_db: Callable[[str], str]) -> None:
+    db, _ = _project(tmp_path, {1: 1}, make_engine_db("study.db"))
     assert _variants(db, tmp_path / "out", "verbose") == 2
     err = capsys.readouterr().err
     assert "unknown level 'verbose'" in err and "dense, medium, sparse" in err
     assert not (tmp_path / "out").exists()
 
 
-def test_an_existing_bundle_is_never_overwritten(tmp_path: Path, capsys) -> None:
-    db, source = _project(tmp_path, {1: 1})
+def test_an_existing_bundle_is_never_overwritten(tmp_path: Path, capsys,
+                                                 make_engine_db: Callable[[str], str]) -> None:
+    db, source = _project(tmp_path, {1: 1}, make_engine_db("study.db"))
     out = tmp_path / "dense"
     assert _variants(db, out, "dense") == 0
     generate_variant_outputs(out, {t: n for n, t in enumerate(source["order"])})
@@ -218,7 +228,8 @@ def test_an_existing_bundle_is_never_overwritten(tmp_path: Path, capsys) -> None
     assert (out / "outputs.jsonl").read_text() == outputs  # the generated outputs stay
 
 
-def test_project_without_vif_tasks_is_refused(tmp_path: Path, capsys) -> None:
+def test_project_without_vif_tasks_is_refused(tmp_path: Path, capsys,
+                                              make_engine_db: Callable[[str], str]) -> None:
     root = tmp_path / "plain"
     make_variant_source(root, {1: 1})
     rows = read_jsonl(root / "tasks.jsonl")
@@ -227,7 +238,7 @@ def test_project_without_vif_tasks_is_refused(tmp_path: Path, capsys) -> None:
         row["instruction"] = "A cat."
         row["meta"] = {}
     write_jsonl(root / "tasks.jsonl", rows)
-    db = tmp_path / "plain.db"
+    db = make_engine_db("plain.db")
     with Store.open(db) as store:
         import_path(store, root)
     assert _variants(db, tmp_path / "out", "dense") == 1
@@ -242,10 +253,11 @@ def test_trailing_erase_clause_removed(clause: str) -> None:
     assert strip_erase_clause(f"{text} {clause}\n") == text  # the hat's sentence stays
 
 
-def test_task_without_readouts_is_named(tmp_path: Path, capsys) -> None:
+def test_task_without_readouts_is_named(tmp_path: Path, capsys,
+                                        make_engine_db: Callable[[str], str]) -> None:
     """The VIF-Bench release fixture: v6_n2_00 has a layout image but no layout.json."""
     make_vif_release(tmp_path / "release")
-    db = tmp_path / "vif.db"
+    db = make_engine_db("vif.db")
     with Store.open(db) as store:
         import_path(store, tmp_path / "release")
     assert _variants(db, tmp_path / "out", "medium") == 1
@@ -256,14 +268,15 @@ def test_task_without_readouts_is_named(tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_pose_without_text_is_named_and_pose_text_is_used(tmp_path: Path, capsys) -> None:
+def test_pose_without_text_is_named_and_pose_text_is_used(tmp_path: Path, capsys,
+                                                          make_engine_db) -> None:
     root = tmp_path / "source"
     make_variant_source(root, {1: 1})
     (row,) = read_jsonl(root / "tasks.jsonl")
     row["images"][3] = {**row["images"][3], "kind": "pose", "label": "pose"}  # Image_3
     row["meta"]["pose"] = {"subject": "cat", "image": 3}
     write_jsonl(root / "tasks.jsonl", [row])
-    db = tmp_path / "db.sqlite"
+    db = make_engine_db("db.db")
     with Store.open(db) as store:
         import_path(store, root)
     assert _variants(db, tmp_path / "out", "sparse") == 1
@@ -275,7 +288,7 @@ def test_pose_without_text_is_named_and_pose_text_is_used(tmp_path: Path, capsys
     write_jsonl(root / "tasks.jsonl", [row])
     write_jsonl(root / "outputs.jsonl", [])
     write_jsonl(root / "judgments.jsonl", [])
-    db2 = tmp_path / "db2.sqlite"
+    db2 = make_engine_db("db2.db")
     with Store.open(db2) as store:
         import_path(store, root)
     assert _variants(db2, tmp_path / "out2", "sparse") == 0
@@ -327,8 +340,9 @@ def _check_table(db: Path, source: dict, given: dict[str, dict], listed: list[st
 
 
 @pytest.mark.slow
-def test_round_trip_variant_bundle_outputs_import_linked_to_originals(tmp_path: Path) -> None:
-    db, source = _project(tmp_path, {1: 3, 2: 2, 3: 1})
+def test_round_trip_variant_bundle_outputs_import_linked_to_originals(tmp_path: Path,
+                                                                      make_engine_db) -> None:
+    db, source = _project(tmp_path, {1: 3, 2: 2, 3: 1}, make_engine_db("study.db"))
     index = {t: n for n, t in enumerate(source["order"])}
     given = {}
     for level in ("dense", "sparse"):
@@ -369,7 +383,7 @@ def test_round_trip_variant_bundle_outputs_import_linked_to_originals(tmp_path: 
     _check_table(db, source, given, listed)
     # export -> import into a new database keeps the link (meta.text_variant)
     assert main(["export", "--db", str(db), "--out", str(tmp_path / "export"), "--quiet"]) == 0
-    db2 = tmp_path / "copy.db"
+    db2 = make_engine_db("copy.db")
     with Store.open(db2) as store:
         import_path(store, tmp_path / "export")
         copied = store.outputs_df()
@@ -377,8 +391,9 @@ def test_round_trip_variant_bundle_outputs_import_linked_to_originals(tmp_path: 
     _check_table(db2, source, given, listed)
 
 
-def test_one_import_mixing_originals_and_variants(tmp_path: Path) -> None:
-    db, source = _project(tmp_path, {1: 2, 4: 1})
+def test_one_import_mixing_originals_and_variants(tmp_path: Path,
+                                                  make_engine_db: Callable[[str], str]) -> None:
+    db, source = _project(tmp_path, {1: 2, 4: 1}, make_engine_db("study.db"))
     assert _variants(db, tmp_path / "medium", "medium") == 0
     given = {"text-medium": generate_variant_outputs(
         tmp_path / "medium", {t: n for n, t in enumerate(source["order"])})}
@@ -390,7 +405,7 @@ def test_one_import_mixing_originals_and_variants(tmp_path: Path) -> None:
     for name in ("tasks.jsonl", "outputs.jsonl", "judgments.jsonl"):
         write_jsonl(mixed / name, read_jsonl(mixed / name)
                     + read_jsonl(tmp_path / "medium" / name))
-    fresh = tmp_path / "fresh.db"
+    fresh = make_engine_db("fresh.db")
     with Store.open(fresh) as store:
         import_path(store, mixed)
         task_ids = list(store.tasks_df().task_id)
@@ -400,13 +415,14 @@ def test_one_import_mixing_originals_and_variants(tmp_path: Path) -> None:
     _check_table(fresh, source, given, source["order"])
 
 
-def test_variant_output_errors_are_located_and_nothing_is_written(tmp_path: Path) -> None:
-    db, source = _project(tmp_path, {1: 2})
+def test_variant_output_errors_are_located_and_nothing_is_written(tmp_path: Path,
+                                                                  make_engine_db) -> None:
+    db, source = _project(tmp_path, {1: 2}, make_engine_db("study.db"))
     out = tmp_path / "dense"
     assert _variants(db, out, "dense") == 0
     generate_variant_outputs(out, {t: n for n, t in enumerate(source["order"])})
     # 1. into a database without the originals
-    empty = tmp_path / "empty.db"
+    empty = make_engine_db("empty.db")
     with Store.open(empty) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, out)
     text = refused.value.report()
@@ -444,7 +460,7 @@ def test_variant_output_errors_are_located_and_nothing_is_written(tmp_path: Path
 
 @pytest.mark.slow
 def test_demo_variants_in_the_report_and_on_the_analytics_page(tmp_path: Path,
-                                                              served_demo: Path) -> None:
+                                                              served_demo: str) -> None:
     from tests.helpers.apptest import signed_in
 
     db = served_demo  # the project the page opens
@@ -471,7 +487,8 @@ def test_demo_variants_in_the_report_and_on_the_analytics_page(tmp_path: Path,
     assert len(shown) == 1 and set(shown[0].condition) == {"vi", "text-dense"}
 
 
-def test_variant_outputs_are_no_part_of_a_diagnostic_tree(tmp_path: Path) -> None:
+def test_variant_outputs_are_no_part_of_a_diagnostic_tree(tmp_path: Path,
+                                                          make_engine_db) -> None:
     """A task with a TRACE tree: an output of a text variant of it (meta.text_variant,
     imported directly on the original task) is neither a tree unit nor its root."""
     from annotation.results.trees import load_automatic
@@ -479,7 +496,7 @@ def test_variant_outputs_are_no_part_of_a_diagnostic_tree(tmp_path: Path) -> Non
     from tests.helpers.bundles import make_image
     from tests.helpers.tree_fixture import write_tree_bundle
 
-    db = tmp_path / "tree.db"
+    db = make_engine_db("tree.db")
     with Store.open(db) as store:
         import_path(store, write_tree_bundle(tmp_path / "tree"))
         units, (automatic, _) = tree_units(store), load_automatic(store)
@@ -506,7 +523,8 @@ def test_variant_outputs_are_no_part_of_a_diagnostic_tree(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_real_tiif_bench_data_has_no_vif_tasks_and_no_variant_outputs(tmp_path: Path,
-                                                                      capsys) -> None:
+                                                                      capsys,
+                                                                      make_engine_db) -> None:
     """The public TIIF-Bench files (../shared/fixtures): their tasks carry a ``variant``
     (short / long) of their own in the task meta; nothing of it is a text variant."""
     import os
@@ -516,7 +534,7 @@ def test_real_tiif_bench_data_has_no_vif_tasks_and_no_variant_outputs(tmp_path: 
     fixture = shared / "fixtures" / "tiif-bench"
     if not (fixture / "data" / "test_prompts").is_dir():
         pytest.skip(f"TIIF-Bench fixture not found at {fixture}")
-    db = tmp_path / "tiif.db"
+    db = make_engine_db("tiif.db")
     with Store.open(db) as store:
         import_path(store, fixture, user="test")
         study = load_study(store)

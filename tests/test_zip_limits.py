@@ -104,7 +104,7 @@ def encrypted_zip(tmp_path: Path, example: Path, only: str | None = None) -> Pat
     return archive
 
 
-def cli_import(archive: Path, db: Path, tmp: Path) -> subprocess.CompletedProcess:
+def cli_import(archive: Path, db: str | Path, tmp: Path) -> subprocess.CompletedProcess:
     """``judge-audit import`` in a subprocess whose temporary files go to ``tmp`` and which
     cannot write any file over :data:`FILE_LIMIT` (the kernel refuses the write: EFBIG;
     Python ignores SIGXFSZ, so the process gets an OSError instead of being killed)."""
@@ -120,16 +120,18 @@ def cli_import(archive: Path, db: Path, tmp: Path) -> subprocess.CompletedProces
                           preexec_fn=limit, timeout=300, check=False)
 
 
-def new_db(path: Path) -> Path:
-    Store.open(path).close()
-    return path
+def new_db(location: str | Path) -> str | Path:
+    """``location`` made a (migrated, empty) project."""
+    Store.open(location).close()
+    return location
 
 
 # ------------------------------------------------------------------ many big members
-def test_300_members_of_10_mib_are_refused_before_extraction(tmp_path, example, extraction):
+def test_300_members_of_10_mib_are_refused_before_extraction(tmp_path, example, extraction,
+                                                             engine_db):
     archive = bomb_zip(tmp_path, example)
     assert archive.stat().st_size < 4 * MiB  # 3 GB from a 3 MB file
-    db = new_db(tmp_path / "p.db")
+    db = new_db(engine_db)
     before = db_checksum(db)
     with Store.open(db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, archive)
@@ -146,9 +148,9 @@ def test_300_members_of_10_mib_are_refused_before_extraction(tmp_path, example, 
 
 
 @pytest.mark.slow
-def test_the_cli_refuses_the_bomb_without_writing_a_big_file(tmp_path, example):
+def test_the_cli_refuses_the_bomb_without_writing_a_big_file(tmp_path, example, engine_db):
     archive = bomb_zip(tmp_path, example)
-    db = new_db(tmp_path / "p.db")
+    db = new_db(engine_db)
     before = db_checksum(db)
     done = cli_import(archive, db, tmp_path / "tmp")
     assert "File too large" not in done.stderr, "the CLI started writing the bomb out"
@@ -160,9 +162,10 @@ def test_the_cli_refuses_the_bomb_without_writing_a_big_file(tmp_path, example):
     assert db_checksum(db) == before
 
 
-def test_the_import_page_refuses_an_uploaded_bomb(tmp_path, example, monkeypatch, extraction):
+def test_the_import_page_refuses_an_uploaded_bomb(tmp_path, example, monkeypatch, extraction,
+                                                  engine_db):
     archive = bomb_zip(tmp_path, example)
-    db = tmp_path / "p.db"
+    db = engine_db
     ensure_account(db, "boss", "admin")
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     at = signed_in(str(ROOT / "pages" / "import_data.py"), "boss", "admin")
@@ -180,7 +183,8 @@ def test_the_import_page_refuses_an_uploaded_bomb(tmp_path, example, monkeypatch
 # ------------------------------------------------------------------ many members
 @pytest.mark.slow
 def test_100000_members_are_refused_before_the_directory_is_parsed(tmp_path, example,
-                                                                   extraction, monkeypatch):
+                                                                   extraction, monkeypatch,
+                                                                   engine_db, make_engine_db):
     archive = many_members_zip(tmp_path, example)
     parsed: list[int] = []
     real_init = zipfile.ZipFile.__init__
@@ -190,25 +194,25 @@ def test_100000_members_are_refused_before_the_directory_is_parsed(tmp_path, exa
         real_init(self, file, *args, **kwargs)
 
     monkeypatch.setattr(zipfile.ZipFile, "__init__", counting_init)
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(engine_db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, archive)
     assert str(refused.value.problems[0]) == (
         f"many.zip: {100_000 + 9:,} members, more than the limit of "
         f"{bundle.MAX_ZIP_MEMBERS:,}: import the bundle as a folder, or in several zips")
     assert parsed == []  # refused from the end record: no ZipInfo for 100,009 entries
     assert extraction == []
-    done = cli_import(archive, new_db(tmp_path / "q.db"), tmp_path / "tmp")
+    done = cli_import(archive, new_db(make_engine_db("q.db")), tmp_path / "tmp")
     assert done.returncode == 1 and "100,009 members, more than the limit" in done.stderr
 
 
 @pytest.mark.slow
 def test_an_end_record_that_understates_the_members_is_caught_after_parsing(tmp_path, example,
-                                                                          extraction):
+                                                                          extraction, engine_db):
     members = bundle_members(example)
     empty = deflated("x", b"")
     members += [RawMember(f"e/{i}", empty.data, empty.crc, 0) for i in range(60_000)]
     archive = write_raw_zip(tmp_path / "liar.zip", members, declared=5)
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(engine_db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, archive)
     assert "60,009 members, more than the limit" in str(refused.value)
     assert extraction == []
@@ -216,24 +220,24 @@ def test_an_end_record_that_understates_the_members_is_caught_after_parsing(tmp_
 
 # ------------------------------------------------------------------ totals and ratios
 def test_the_total_size_limit_is_checked_from_the_directory(tmp_path, example, extraction,
-                                                            monkeypatch):
+                                                            monkeypatch, engine_db):
     """Below the ratio limits but over the total (lowered for the test: 4 GiB is more than
     a test should write even compressed)."""
     monkeypatch.setattr(bundle, "MAX_ZIP_BYTES", 8 * MiB)
     noise = os.urandom(3 * MiB)  # incompressible: every ratio is 1
     members = bundle_members(example) + [deflated(f"big/{i}.bin", noise) for i in range(3)]
     archive = write_raw_zip(tmp_path / "big.zip", members)
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(engine_db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, archive)
     assert str(refused.value.problems[0]).startswith(
         "big.zip: the archive expands to 9.0 MiB, more than the limit of 8.0 MiB")
     assert extraction == []
 
 
-def test_one_member_with_a_high_ratio_is_refused(tmp_path, example, extraction):
+def test_one_member_with_a_high_ratio_is_refused(tmp_path, example, extraction, engine_db):
     archive = write_raw_zip(tmp_path / "one.zip",
                             bundle_members(example) + [zeros("padding.bin", 64 * MiB)])
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(engine_db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, archive)
     problem = refused.value.problems[0]
     assert (problem.file, problem.field) == ("one.zip", "padding.bin")
@@ -241,20 +245,20 @@ def test_one_member_with_a_high_ratio_is_refused(tmp_path, example, extraction):
     assert extraction == []
 
 
-def test_a_small_archive_may_compress_well(tmp_path, example):
+def test_a_small_archive_may_compress_well(tmp_path, example, engine_db):
     """Under 100 MiB uncompressed the whole-archive ratio is not checked: five members of
     9 MiB of zeros (1000 times smaller each) import."""
     archive = bomb_zip(tmp_path, example, count=5, size=9 * MiB)
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(engine_db) as store:
         summary = import_path(store, archive)
         assert summary.written["tasks"] == 1
 
 
 # ------------------------------------------------------------------ encryption
 @pytest.mark.parametrize("only", [None, "images/t1/cat.png"])
-def test_an_encrypted_zip_is_refused_with_a_message(tmp_path, example, extraction, only):
+def test_an_encrypted_zip_is_refused_with_a_message(tmp_path, example, extraction, only, engine_db):
     archive = encrypted_zip(tmp_path, example, only)
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(engine_db) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, archive)
     problem = refused.value.problems[0]
     assert problem.file == "locked.zip"
@@ -265,9 +269,10 @@ def test_an_encrypted_zip_is_refused_with_a_message(tmp_path, example, extractio
 
 
 @pytest.mark.slow
-def test_the_cli_and_the_import_page_refuse_an_encrypted_zip(tmp_path, example, monkeypatch):
+def test_the_cli_and_the_import_page_refuse_an_encrypted_zip(tmp_path, example, monkeypatch,
+                                                             engine_db):
     archive = encrypted_zip(tmp_path, example)
-    db = tmp_path / "p.db"
+    db = engine_db
     ensure_account(db, "boss", "admin")
     before = db_checksum(db)
     done = cli_import(archive, db, tmp_path / "tmp")
