@@ -21,6 +21,9 @@ from annotation.work import sampling, workflow
 from tests.helpers.bundles import make_image, write_jsonl
 from tests.test_leaderboard import _annotate, _bundle
 
+# the page test's demo (served_demo) on both engines (issue #18)
+SERVED_ENGINES = ("sqlite", "postgresql")
+
 
 @pytest.fixture
 def project(tmp_path: Path, make_engine_db) -> tuple[Path, dict[str, float], Path]:
