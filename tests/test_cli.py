@@ -39,6 +39,7 @@ def test_import_info_export(tmp_path, example_bundle, capsys, make_engine_db):
 
 
 def test_info_of_a_missing_database(tmp_path, capsys):
+    # SQLite-only by nature: a missing database file is refused and no file is made
     assert main(["info", "--db", str(tmp_path / "nope.db")]) == 1
     assert "no such database" in capsys.readouterr().err
     assert not (tmp_path / "nope.db").exists()

@@ -331,6 +331,7 @@ def test_speed_flags_against_own_median_and_floor():
 
 
 def test_a_database_of_the_previous_schema_migrates(tmp_path, monkeypatch, example_bundle):
+    # SQLite-only by nature: the migration of an old SQLite project file
     from annotation.formats.importers import import_path
     from annotation.store import schema
 

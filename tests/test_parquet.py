@@ -298,6 +298,7 @@ def test_hostile_text_stays_data(tmp_path, make_engine_db):
 
 
 def test_export_needs_a_target_and_an_existing_database(tmp_path, capsys):
+    # SQLite-only by nature: a missing database file is refused and no file is made
     assert main(["export", "--db", str(tmp_path / "none.db"), "--parquet",
                  str(tmp_path / "d")]) == 1
     assert not (tmp_path / "none.db").exists() and not (tmp_path / "d").exists()

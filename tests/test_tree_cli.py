@@ -67,6 +67,7 @@ def test_malformed_formula_exits_2_with_the_position(capsys):
 
 
 def test_usage_errors(capsys, tmp_path):
+    # SQLite-only by nature: a missing database file is refused and no file is made
     assert main(["tree"]) == 2
     assert "give FORMULA" in capsys.readouterr().err
     assert main(["tree", "f1", "--db", str(tmp_path / "x.db"), "--task", "t",

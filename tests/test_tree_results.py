@@ -385,6 +385,7 @@ def test_cli_writes_the_tables_and_reviews(tmp_path, capsys, explicit_nodes, mak
 
 
 def test_cli_refuses_a_missing_database(tmp_path, capsys):
+    # SQLite-only by nature: a missing database file is refused and no file is made
     missing = tmp_path / "none.db"
     assert main(["trees", "--db", str(missing), "--out", str(tmp_path / "o")]) == 1
     assert "no such database" in capsys.readouterr().err
