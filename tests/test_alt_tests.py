@@ -328,9 +328,8 @@ def test_checklist_unanswered_fail_scores_the_missing_outputs_as_failed() -> Non
 
 
 @pytest.mark.slow
-def test_columns_rows_and_one_run_on_the_demo_project(tmp_path, make_demo_db) -> None:
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_columns_rows_and_one_run_on_the_demo_project(tmp_path, engine_demo) -> None:
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     run = run_alt_tests(study, epsilon=0.1)
@@ -384,13 +383,12 @@ def test_empty_study_gives_empty_tables_with_columns() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("unanswered", ["omit", "fail"])
-def test_the_reports_decisions_give_the_same_run(tmp_path, make_demo_db, unanswered) -> None:
+def test_the_reports_decisions_give_the_same_run(tmp_path, engine_demo, unanswered) -> None:
     """The report hands its checklist decisions (with their majority ensemble) to the
     alt-test: the run is the one that scores them itself."""
     from annotation.results.checklist import study_decisions
 
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     own = run_alt_tests(study, unanswered=unanswered)

@@ -17,12 +17,12 @@ from annotation.stats.agreement import majority, normalize_label
 from annotation.store import Store
 from annotation.work.workflow import give_answer
 from tests.helpers.gating_reference import gated_answers
+from tests.helpers.module_demo import ENGINES, module_demo
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory, make_demo_db):
-    db = tmp_path_factory.mktemp("analytics") / "demo.db"
-    make_demo_db(db)
+@pytest.fixture(scope="module", params=ENGINES)
+def demo(request, tmp_path_factory):
+    db = module_demo(request, tmp_path_factory, "analytics")
     store = Store.open(db)
     study = load_study(store)
     tables = build_report(study, ReportOptions(n_boot=50, seed=3, by="generator"))
@@ -242,9 +242,8 @@ def test_csv_bytes_neutralizes_formulas():
     assert list(back.b) == [1.5, 2.0, 3.0, 4.0]
 
 
-def test_data_stamp_changes_with_an_answer(tmp_path, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_data_stamp_changes_with_an_answer(tmp_path, engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         before = analytics.data_stamp(store)
         assert analytics.data_stamp(store) == before

@@ -195,9 +195,8 @@ def test_relative_correlation_rule_and_thresholds() -> None:
     assert np.isnan(table.checklist_kappa).all() and (table.n_checklist == 0).all()
 
 
-def test_demo_project(tmp_path, make_demo_db) -> None:
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_demo_project(tmp_path, engine_demo) -> None:
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     table = annotators_table(study)

@@ -5,6 +5,9 @@ A backup taken while worker processes write answers (the page's code path, see
 prefix of the history: exactly the rows committed before some moment, never a half
 transaction. A restore reproduces the backed-up project row for row, image for image;
 it refuses damaged, foreign or newer backups and, without ``force``, existing databases.
+
+SQLite-only by nature (issue #18): file-level backups and restores of SQLite project files,
+read and damaged with sqlite3 directly (PostgreSQL's backup is annotation.store.pgops).
 """
 
 from __future__ import annotations

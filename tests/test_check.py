@@ -14,19 +14,20 @@ from pathlib import Path
 import pytest
 
 from annotation.cli import main
-from annotation.store import schema
+from annotation.store import Store, schema
 from annotation.store.check import check_project
 
 
 @pytest.fixture
 def demo_db(tmp_path, make_demo_db) -> Path:
-    db = tmp_path / "study.db"
-    make_demo_db(db)
-    return db
+    """The demo as a SQLite file: for the tests that damage or inspect the file itself."""
+    return make_demo_db(tmp_path / "study.db")
 
 
-def media_files(db: Path) -> list[Path]:
-    media = db.with_name(db.stem + "_media")
+def media_files(db: Path | str) -> list[Path]:
+    """The image files of the project at ``db`` (a path or a URL) in its media folder."""
+    with Store.open(db) as store:
+        media = store.media_dir
     return sorted(p for p in media.glob("??/*") if p.is_file())
 
 
@@ -36,7 +37,8 @@ def run_check(db: Path, capsys, *extra: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def test_a_healthy_project_passes(demo_db, capsys):
+def test_a_healthy_project_passes(engine, engine_demo, capsys):
+    demo_db = engine_demo
     code, out, _ = run_check(demo_db, capsys)
     assert code == 0 and ": OK" in out
     code, out, _ = run_check(demo_db, capsys, "--json")
@@ -44,10 +46,12 @@ def test_a_healthy_project_passes(demo_db, capsys):
     assert code == 0 and report["ok"] is True and report["problems"] == []
     assert report["images_checked"] == len(media_files(demo_db)) > 50
     assert report["schema_version"] == schema.SCHEMA_VERSION
-    assert report["journal_mode"] == "wal"
+    # SQLite's journal mode; PostgreSQL has none to report (pgops.check)
+    assert report["journal_mode"] == ("wal" if engine == "sqlite" else "postgresql")
 
 
-def test_a_deleted_and_a_corrupted_image_are_both_named(demo_db, capsys):
+def test_a_deleted_and_a_corrupted_image_are_both_named(engine_demo, capsys):
+    demo_db = engine_demo
     files = media_files(demo_db)
     deleted, corrupted = files[3], files[10]
     deleted.unlink()
@@ -83,6 +87,7 @@ def test_a_truncated_image_is_not_readable(demo_db, tmp_path):
     assert _check_image(source, source.stem, source.stat().st_size) is None
 
 
+# The tests below damage or read the SQLite file itself: SQLite-only by nature.
 def test_a_database_with_a_garbage_header_fails(demo_db, capsys):
     with demo_db.open("r+b") as fh:
         fh.write(b"this is not a SQLite database at all")

@@ -17,9 +17,8 @@ TIIF = SHARED / "fixtures" / "tiif-bench"
 
 
 @pytest.mark.slow
-def test_demo_rows_against_hand_counts(tmp_path, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_demo_rows_against_hand_counts(tmp_path, engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     table = checklist_table(study, by="generator")
@@ -48,8 +47,8 @@ def test_demo_rows_against_hand_counts(tmp_path, make_demo_db):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not TIIF.exists(), reason="../shared/fixtures/tiif-bench is not at hand")
-def test_tiif_judges_per_generator_and_accuracy_against_expected(tmp_path):
-    with Store.open(tmp_path / "tiif.db") as store:
+def test_tiif_judges_per_generator_and_accuracy_against_expected(tmp_path, make_engine_db):
+    with Store.open(make_engine_db("tiif.db")) as store:
         import_path(store, TIIF)
         study = load_study(store)
     table = checklist_table(study, by="generator")
@@ -78,12 +77,12 @@ def test_tiif_judges_per_generator_and_accuracy_against_expected(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not TIIF.exists(), reason="../shared/fixtures/tiif-bench is not at hand")
-def test_tiif_mcnemar_between_the_two_judges(tmp_path):
+def test_tiif_mcnemar_between_the_two_judges(tmp_path, make_engine_db):
     from scipy.stats import binomtest
 
     from annotation.results.checklist import mcnemar_table
 
-    with Store.open(tmp_path / "tiif.db") as store:
+    with Store.open(make_engine_db("tiif.db")) as store:
         import_path(store, TIIF)
         study = load_study(store)
     row = mcnemar_table(study).iloc[0]
@@ -94,9 +93,8 @@ def test_tiif_mcnemar_between_the_two_judges(tmp_path):
 
 
 @pytest.mark.slow
-def test_agreement_per_item_is_the_mean_of_per_output_shares(tmp_path, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_agreement_per_item_is_the_mean_of_per_output_shares(tmp_path, engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     table = checklist_table(study)

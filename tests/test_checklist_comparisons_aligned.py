@@ -51,9 +51,8 @@ def _plain_rows(study) -> list[dict[str, object]]:
 
 
 @pytest.mark.slow
-def test_mcnemar_table_matches_the_plain_alignment(tmp_path, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_mcnemar_table_matches_the_plain_alignment(tmp_path, engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     table = mcnemar_table(study, n_boot=200)

@@ -17,8 +17,8 @@ from annotation.cli import main
 from annotation.store import Store
 
 
-def test_import_info_export(tmp_path, example_bundle, capsys):
-    db = tmp_path / "study.db"
+def test_import_info_export(tmp_path, example_bundle, capsys, make_engine_db):
+    db = make_engine_db("study.db")
     assert main(["import", str(example_bundle), "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "written: tasks 1, images 3, questions 3, criteria 1, judges 2, outputs 2" in out
@@ -39,6 +39,7 @@ def test_import_info_export(tmp_path, example_bundle, capsys):
 
 
 def test_info_of_a_missing_database(tmp_path, capsys):
+    # SQLite-only by nature: a missing database file is refused and no file is made
     assert main(["info", "--db", str(tmp_path / "nope.db")]) == 1
     assert "no such database" in capsys.readouterr().err
     assert not (tmp_path / "nope.db").exists()
@@ -51,8 +52,8 @@ def test_import_of_an_unknown_folder(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_demo_builds_a_complete_project(tmp_path, capsys):
-    db = tmp_path / "demo.db"
+def test_demo_builds_a_complete_project(tmp_path, capsys, make_engine_db):
+    db = make_engine_db("demo.db")
     assert main(["demo", "--db", str(db), "--quiet"]) == 0
     with Store.open(db) as store:
         counts = store.counts()

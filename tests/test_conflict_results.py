@@ -111,8 +111,8 @@ def test_conflict_statistics_like_section_3_2():
     assert stats.loc["wind"].tasks_with_instruction == 0
 
 
-def test_cli_writes_the_labels_and_tables(tmp_path):
-    db = tmp_path / "p.db"
+def test_cli_writes_the_labels_and_tables(tmp_path, make_engine_db):
+    db = make_engine_db("p.db")
     with Store.open(db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "b"))
         for who in ("ann1", "ann2"):
@@ -150,12 +150,12 @@ def test_cli_writes_the_labels_and_tables(tmp_path):
 
 
 @pytest.mark.slow
-def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
+def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch, make_engine_db):
     from pathlib import Path
 
     from tests.helpers.bundles import ensure_account
 
-    db = tmp_path / "p.db"
+    db = make_engine_db("p.db")
     with Store.open(db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "b"))
         session = VerifySession(store, "ann1", {})
@@ -182,8 +182,8 @@ def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
     assert not refused.dataframe
 
 
-def test_unsubmitted_and_partial_work_is_not_a_verified_label(tmp_path):
-    db = tmp_path / "p.db"
+def test_unsubmitted_and_partial_work_is_not_a_verified_label(tmp_path, make_engine_db):
+    db = make_engine_db("p.db")
     with Store.open(db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "b"))
         session = VerifySession(store, "ann1", {})

@@ -71,10 +71,10 @@ def read_cells(path: Path) -> list[str]:
 
 # ------------------------------------------------------------------ hostile projects
 @pytest.fixture
-def hostile_db(tmp_path) -> Path:
+def hostile_db(tmp_path, make_engine_db) -> Path:
     """The hostile bundle of test_hostile_input, plus a flag, a failed sign-in and an
     account whose names and notes look like formulas."""
-    db = tmp_path / "hostile.db"
+    db = make_engine_db("hostile.db")
     with Store.open(db) as store:
         import_path(store, write_hostile_bundle(tmp_path / "bundle"))
         auth.add_user(store, "@admin", "admin", "a-long-password-1", actor=EVIL[2])
@@ -85,11 +85,11 @@ def hostile_db(tmp_path) -> Path:
 
 
 @pytest.fixture
-def conflict_db(tmp_path) -> Path:
+def conflict_db(tmp_path, make_engine_db) -> Path:
     root = write_conflict_bundle(tmp_path / "cbundle")
     renamed = {"c1": EVIL[0], "c2": EVIL[3], "c3": EVIL[2]}
     rename_tasks(root, renamed)
-    db = tmp_path / "conflicts.db"
+    db = make_engine_db("conflicts.db")
     with Store.open(db) as store:
         import_path(store, root)
         for verifier in ("@ver", "-ver2"):
@@ -108,7 +108,7 @@ TREE_TASK = "=tr1"
 
 
 @pytest.fixture
-def tree_db(tmp_path) -> Path:
+def tree_db(tmp_path, make_engine_db) -> Path:
     """The tree fixture with formula-like task, output, generator and question ids."""
     root = write_tree_bundle(tmp_path / "tbundle")
     qids = {f"tr1.q{n}": EVIL[n % len(EVIL)] + f".q{n}" for n in range(1, 7)}
@@ -134,7 +134,7 @@ def tree_db(tmp_path) -> Path:
         j["output_id"] = output_id(j["output_id"])
         j["question_id"] = qids[j["question_id"]]
     write_jsonl(root / "judgments.jsonl", judgments)
-    db = tmp_path / "trees.db"
+    db = make_engine_db("trees.db")
     with Store.open(db) as store:
         import_path(store, root)
         from annotation.trace.trees import load_tree_item
@@ -253,7 +253,7 @@ def test_the_page_downloads_use_the_same_writer():
     assert data.decode().splitlines() == ["'@who,n", "'-evil,-1.5", "'\t=1,2.0", "-0.5,3.0"]
 
 
-def test_variant_tasks_csv(tmp_path):
+def test_variant_tasks_csv(tmp_path, make_engine_db):
     """``judge-audit variants`` lists its tasks in variant_tasks.csv: hostile ids too."""
     from tests.helpers.variant_bundle import make_variant_source
 
@@ -266,7 +266,7 @@ def test_variant_tasks_csv(tmp_path):
     write_jsonl(root / "tasks.jsonl", tasks)
     write_jsonl(root / "outputs.jsonl", [])
     write_jsonl(root / "judgments.jsonl", [])
-    db = tmp_path / "variants.db"
+    db = make_engine_db("variants.db")
     with Store.open(db) as store:
         import_path(store, root)
     out = tmp_path / "ti"

@@ -17,6 +17,9 @@ from annotation.results.study import load_study
 from annotation.stats.dawid_skene import dawid_skene
 from annotation.store import Store
 
+# the page test's demo (served_demo) on both engines (issue #18)
+SERVED_ENGINES = ("sqlite", "postgresql")
+
 # crowd-kit (the reference) warns about pandas keywords it still uses
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:crowdkit")
 
@@ -165,9 +168,8 @@ def test_verified_labels_gain_the_dawid_skene_column():
 
 
 @pytest.mark.slow
-def test_demo_report_rows_tables_and_crowd_kit(tmp_path, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_demo_report_rows_tables_and_crowd_kit(tmp_path, engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     decided = study_decisions(study)
@@ -200,13 +202,13 @@ def test_demo_report_rows_tables_and_crowd_kit(tmp_path, make_demo_db):
 
 
 @pytest.mark.slow
-def test_conflicts_command_writes_the_verifiers_confusion(tmp_path):
+def test_conflicts_command_writes_the_verifiers_confusion(tmp_path, make_engine_db):
     from annotation.cli import main
     from annotation.formats.importers import import_path
     from annotation.work.verification import VerifySession
     from tests.helpers.conflict_fixture import write_conflict_bundle
 
-    db = tmp_path / "p.db"
+    db = make_engine_db("p.db")
     with Store.open(db) as store:
         import_path(store, write_conflict_bundle(tmp_path / "b"))
         for who in ("ann1", "ann2"):

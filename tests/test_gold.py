@@ -331,6 +331,7 @@ def test_speed_flags_against_own_median_and_floor():
 
 
 def test_a_database_of_the_previous_schema_migrates(tmp_path, monkeypatch, example_bundle):
+    # SQLite-only by nature: the migration of an old SQLite project file
     from annotation.formats.importers import import_path
     from annotation.store import schema
 
@@ -371,8 +372,8 @@ def cli(*args: str):
                           text=True, env=env, timeout=120, check=False)
 
 
-def test_cli_gold_import_list_and_reset(tmp_path, make_demo_db):
-    db = make_demo_db(tmp_path / "demo.db")
+def test_cli_gold_import_list_and_reset(tmp_path, engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         o = some_outputs(store, 1)[0]
         q = load_item(store, o).questions[0].question_id

@@ -5,6 +5,7 @@ features and conflict labels (verified where decided, else published), and the t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from annotation.results.groups import conflict_scores_table, group_scores_table
 from annotation.results.ratings import HUMAN_MEAN
 from annotation.results.study import StudyData, load_study, output_groups
 from annotation.store import Store
+from tests.helpers.module_demo import ENGINES
 from tests.helpers.study_frames import criteria_frame, empty_answers, judges_frame, outputs_frame
 
 
@@ -160,12 +162,22 @@ def test_conflict_table_compares_conflict_and_no_conflict_tasks_with_welch():
 
 
 # ------------------------------------------------------------------ the demo project
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
+# the commands run in another folder: they import this checkout's package
+_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def demo(request, tmp_path_factory) -> str:
+    """The demo as ``judge-audit demo --db`` builds it: a SQLite file, or a new empty
+    PostgreSQL database."""
     folder = tmp_path_factory.mktemp("groups")
-    db = folder / "demo.db"
+    db = str(folder / "demo.db")
+    if request.param == "postgresql":
+        cluster = request.getfixturevalue("pg_cluster")
+        db = cluster.url(cluster.create_database(), media=folder)
     subprocess.run([sys.executable, "-m", "annotation.cli", "demo", "--db", str(db),
-                    "--quiet"], check=True, cwd=folder)
+                    "--quiet"], check=True, cwd=folder, env=_ENV)
     return db
 
 
@@ -194,7 +206,8 @@ def test_report_by_nested_meta_and_several_keys_from_the_command_line(demo, tmp_
     done = subprocess.run(
         [sys.executable, "-m", "annotation.cli", "report", "--db", str(demo), "--out",
          str(out), "--bootstrap", "0", "--by", "generator", "--by",
-         "meta.conflicts.orientation_conflict", "--quiet"], capture_output=True, text=True)
+         "meta.conflicts.orientation_conflict", "--quiet"], capture_output=True, text=True,
+        env=_ENV)
     assert done.returncode == 0, done.stderr
     groups = set(pd.read_csv(out / "group_scores.csv").group)
     assert "generator=nano-banana & meta.conflicts.orientation_conflict=True" in groups

@@ -14,9 +14,9 @@ from tests.helpers.fixture_bundles import TIFA, write_tifa_bundle
 
 
 @pytest.mark.skipif(not TIFA.exists(), reason="../shared/fixtures/tifa is not at hand")
-def test_tifa_alpha_and_agreement_as_computed_independently(tmp_path):
+def test_tifa_alpha_and_agreement_as_computed_independently(tmp_path, make_engine_db):
     """PUBLISHED.md: alpha 0.7186 (ordinal), 0.6795 (interval); exact agreement 0.5512."""
-    with Store.open(tmp_path / "t.db") as store:
+    with Store.open(make_engine_db("t.db")) as store:
         import_path(store, write_tifa_bundle(tmp_path / "tifa"))
         table = reliability_table(load_study(store), n_boot=200, seed=0)
     row = table[table.criterion == "overall"].iloc[0]
@@ -28,9 +28,8 @@ def test_tifa_alpha_and_agreement_as_computed_independently(tmp_path):
     assert row.n_items == 800 and row.n_annotators == 2
 
 
-def test_demo_rows_match_the_krippendorff_package(tmp_path, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_demo_rows_match_the_krippendorff_package(tmp_path, engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     table = reliability_table(study, n_boot=100, seed=0, by="generator")

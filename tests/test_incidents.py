@@ -36,9 +36,8 @@ INCIDENT = re.compile(r"Something went wrong \(incident ([0-9A-F]{8})\)")
 
 
 @pytest.fixture
-def demo_db(tmp_path, monkeypatch, make_demo_db) -> Path:
-    db = tmp_path / "study.db"
-    make_demo_db(db)
+def demo_db(tmp_path, monkeypatch, engine_demo) -> str:
+    db = engine_demo
     ensure_account(db, "incident-annotator")
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     return db
@@ -177,7 +176,9 @@ def test_serve_runs_the_locked_down_launcher_on_loopback(demo_db, monkeypatch, c
     assert given["server.enableStaticServing"] == "false"
     assert given["server.enableAgentApi"] == "false"
     assert given["client.toolbarMode"] == "minimal"
-    assert env["JUDGE_AUDIT_DB"] == str(demo_db.resolve())
+    # a SQLite path is made absolute; a PostgreSQL URL is passed on as given
+    assert env["JUDGE_AUDIT_DB"] == (demo_db if demo_db.startswith("postgresql:")
+                                     else str(Path(demo_db).resolve()))
     assert "http://127.0.0.1:8599" in capsys.readouterr().err
     # every option is one this Streamlit knows, with an allowed value
     from streamlit import config

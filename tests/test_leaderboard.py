@@ -86,9 +86,9 @@ def _annotate(root: Path, store: Store, chosen: list[str], truth: dict[str, floa
 
 
 @pytest.fixture
-def board(tmp_path: Path) -> tuple[Path, list[str]]:
+def board(tmp_path: Path, make_engine_db) -> tuple[Path, list[str]]:
     root, truth = _bundle(tmp_path / "bundle")
-    db = tmp_path / "board.db"
+    db = make_engine_db("board.db")
     with Store.open(db) as store:
         import_path(store, root)
         chosen = workflow.draw_sample(store, "admin", "stratified", 60, seed=4)
@@ -168,9 +168,9 @@ def test_the_report_writes_leaderboard_csv_and_its_figure(board, tmp_path):
     assert "Judge-corrected leaderboard" in html
 
 
-def test_no_human_score_gives_the_judge_only_column(tmp_path):
+def test_no_human_score_gives_the_judge_only_column(tmp_path, make_engine_db):
     root, _ = _bundle(tmp_path / "bundle", n_tasks=5)
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         import_path(store, root)
         study = load_study(store)
         assert items.sample_design(store)["mode"] == "none"
@@ -217,7 +217,7 @@ def _human_scores(root: Path, store: Store, name: str, chosen: list[str],
     import_path(store, later)
 
 
-def test_equal_numbers_per_stratum_are_not_corrected(tmp_path):
+def test_equal_numbers_per_stratum_are_not_corrected(tmp_path, make_engine_db):
     """20 rare and 20 common tasks' outputs: rare ones over-represented 4.5 times; the old
     leaderboard 'corrected' alpha to 5.1 [3.8, 6.5] (truth 7.4), without a word."""
     from annotation.results.design import design_table
@@ -225,7 +225,7 @@ def test_equal_numbers_per_stratum_are_not_corrected(tmp_path):
 
     root = tmp_path / "b"
     truth = _rare_failures(root)
-    with Store.open(tmp_path / "s.db") as store:
+    with Store.open(make_engine_db("s.db")) as store:
         import_path(store, root)
         chosen = sampling.draw(store, "admin", "stratified", by=["meta.kind"],
                                per_stratum=20, seed=0)
@@ -238,7 +238,7 @@ def test_equal_numbers_per_stratum_are_not_corrected(tmp_path):
     assert table.note.str.contains("equal numbers per stratum").all()
 
 
-def test_human_scores_from_an_earlier_sample_are_left_out(tmp_path):
+def test_human_scores_from_an_earlier_sample_are_left_out(tmp_path, make_engine_db):
     """A per-stratum pilot, then the uniform sample of the paper: only the uniform
     sample's human scores may correct the judge (the old code used all 74, and alpha's
     interval [5.3, 7.0] missed the truth 7.4)."""
@@ -246,7 +246,7 @@ def test_human_scores_from_an_earlier_sample_are_left_out(tmp_path):
 
     root = tmp_path / "b"
     truth = _rare_failures(root)
-    with Store.open(tmp_path / "s.db") as store:
+    with Store.open(make_engine_db("s.db")) as store:
         import_path(store, root)
         pilot = sampling.draw(store, "admin", "stratified", by=["meta.kind"],
                               per_stratum=20, seed=0)

@@ -43,9 +43,8 @@ def test_cant_tell_is_no_decision():
     assert set(got.question_id) == {"q1", "q3"}
 
 
-def test_operators_table_on_the_demo(tmp_path, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_operators_table_on_the_demo(tmp_path, engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     table = operators_table(study)

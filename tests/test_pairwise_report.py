@@ -132,8 +132,8 @@ def test_rankings_kendall_w_by_hand_and_spearman_against_scipy(report):
     assert overall.value.iloc[0] == pytest.approx(expected)  # every task alike
 
 
-def test_a_project_without_pairs_has_empty_tables_with_their_columns(tmp_path):
-    db = tmp_path / "empty.db"
+def test_a_project_without_pairs_has_empty_tables_with_their_columns(tmp_path, make_engine_db):
+    db = make_engine_db("empty.db")
     Store.open(db).close()
     out = tmp_path / "report"
     assert cli(["report", "--db", str(db), "--out", str(out), "--bootstrap", "0"]) == 0
@@ -166,12 +166,12 @@ def _results(root: Path, judge: str, verdicts: list[str]) -> Path:
     return path
 
 
-def test_genai_bench_results_reproduce_the_leaderboard_accuracy(tmp_path):
+def test_genai_bench_results_reproduce_the_leaderboard_accuracy(tmp_path, make_engine_db):
     files = [_results(tmp_path / "results", "judge-a", JUDGE_A),
              _results(tmp_path / "results", "judge-b", JUDGE_B)]
     bundle = tmp_path / "bundle"
     assert convert(files, bundle) == {"pairs": 12, "judgments": 24}
-    db = tmp_path / "g.db"
+    db = make_engine_db("g.db")
     with Store.open(db) as store:
         import_path(store, bundle)
     out = tmp_path / "report"

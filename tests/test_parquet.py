@@ -2,12 +2,11 @@
 writes every table through one writer, and ``judge-audit export --parquet DIR`` writes the
 study as Parquet files with a Hugging Face style dataset card. Everything is read back with
 pyarrow/pandas (and ``datasets`` where installed) and counted against the database read
-with sqlite3 directly."""
+through its own connection (SQLite or PostgreSQL)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -134,13 +133,11 @@ def test_one_writer_mixed_columns_odd_names_and_formulas(tmp_path):
 
 
 # ------------------------------------------------------------------ the dataset export
-def _counts(db: Path) -> dict[str, int]:
-    conn = sqlite3.connect(db)
-    try:
+def _counts(db: str) -> dict[str, int]:
+    with Store.open(db) as store:  # either engine's rows
+        conn = store.conn
         return {spec.name: conn.execute(f"SELECT count(*) FROM {spec.name}").fetchone()[0]
                 for spec in FILES}
-    finally:
-        conn.close()
 
 
 def _card(folder: Path) -> tuple[dict, str]:
@@ -165,8 +162,8 @@ def _documented_columns(body: str) -> dict[str, list[str]]:
     return out
 
 
-def _check_export(db: Path, folder: Path, *, license: str = "unknown") -> dict[str, int]:
-    """Row counts against sqlite3, columns against the card, configs against the files."""
+def _check_export(db: str, folder: Path, *, license: str = "unknown") -> dict[str, int]:
+    """Row counts against the database, columns against the card, configs against the files."""
     expected = _counts(db)
     front, body = _card(folder)
     assert front["license"] == license
@@ -188,27 +185,23 @@ def _check_export(db: Path, folder: Path, *, license: str = "unknown") -> dict[s
                f"{expected[spec.name]} |" in body
         written[spec.name] = table.num_rows
     assert [n for n, c in configs.items() if c.get("default")] == ["annotations"]
-    conn = sqlite3.connect(db)
-    try:
+    with Store.open(db) as store:  # either engine's rows
+        conn = store.conn
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-    finally:
-        conn.close()
     assert f"schema version: {version}" in body
     assert f"judge-audit version: {annotation.__version__}" in body
     assert f"license: {license}" in body
     return written
 
 
-def _history_matches(db: Path, folder: Path, table: str, row_id: str) -> None:
+def _history_matches(db: str, folder: Path, table: str, row_id: str) -> None:
     """Every row of an answer table with its supersedes chain and created_at/source; the
     ``current`` rows are the database's ``current_<table>`` view."""
-    conn = sqlite3.connect(db)
-    try:
+    with Store.open(db) as store:  # either engine's rows
+        conn = store.conn
         rows = conn.execute(f"SELECT {row_id}, supersedes, created_at, source FROM {table} "
                             f"ORDER BY {row_id}").fetchall()
         live = {r[0] for r in conn.execute(f"SELECT {row_id} FROM current_{table}")}
-    finally:
-        conn.close()
     back = pq.read_table(folder / table / f"{table}.parquet")
     assert pa.types.is_int64(back.schema.field("supersedes").type)
     got = list(zip(back.column(row_id).to_pylist(), back.column("supersedes").to_pylist(),
@@ -221,8 +214,8 @@ def _history_matches(db: Path, folder: Path, table: str, row_id: str) -> None:
             if c} == live
 
 
-def test_export_of_the_demo_study(make_demo_db, tmp_path, capsys):
-    db = make_demo_db(tmp_path / "demo.db")
+def test_export_of_the_demo_study(engine_demo, tmp_path, capsys):
+    db = engine_demo
     out = tmp_path / "dataset"
     assert main(["export", "--db", str(db), "--parquet", str(out), "--license", "cc-by-4.0",
                  "--out", str(tmp_path / "bundle")]) == 0
@@ -242,14 +235,12 @@ def test_export_of_the_demo_study(make_demo_db, tmp_path, capsys):
     assert pa.types.is_boolean(outputs.schema.field("missing").type)
     assert sum(outputs.column("missing").to_pylist()) == 1
     assert pa.types.is_int64(outputs.schema.field("width").type)
-    conn = sqlite3.connect(db)
-    try:
+    with Store.open(db) as store:  # either engine's rows
+        conn = store.conn
         hashes = {r[0] for r in conn.execute("SELECT sha256 FROM files")}
         secrets = [r[0] for r in conn.execute(
             "SELECT password_hash FROM users UNION ALL SELECT token_hash FROM sessions "
             "WHERE token_hash IS NOT NULL")]
-    finally:
-        conn.close()
     assert {h for h in outputs.column("sha256").to_pylist() if h} <= hashes
     # an admin's artefact like the bundle, without accounts: no secret in any file
     assert secrets
@@ -263,8 +254,8 @@ def test_export_of_the_demo_study(make_demo_db, tmp_path, capsys):
     assert len(pd.read_parquet(out / "annotations")) == written["annotations"]
 
 
-def test_export_of_pairs_and_rankings_with_their_history(tmp_path):
-    db = tmp_path / "pairs.db"
+def test_export_of_pairs_and_rankings_with_their_history(tmp_path, make_engine_db):
+    db = make_engine_db("pairs.db")
     with Store.open(db) as store:
         import_path(store, pair_bundle(tmp_path / "bundle"))
     out = tmp_path / "dataset"
@@ -276,7 +267,7 @@ def test_export_of_pairs_and_rankings_with_their_history(tmp_path):
     ranked = pq.read_table(out / "ranking_judgments" / "ranking_judgments.parquet")
     assert all(json.loads(r) for r in ranked.column("ranked").to_pylist() if r is not None)
     # an export again into the same folder of a study without pairs leaves no stale file
-    other = tmp_path / "other.db"
+    other = make_engine_db("other.db")
     with Store.open(other) as store:
         import_path(store, write_hostile_bundle(tmp_path / "hostile"))
     assert main(["export", "--db", str(other), "--parquet", str(out), "--quiet"]) == 0
@@ -284,10 +275,10 @@ def test_export_of_pairs_and_rankings_with_their_history(tmp_path):
     assert not (out / "pairs").exists()
 
 
-def test_hostile_text_stays_data(tmp_path):
+def test_hostile_text_stays_data(tmp_path, make_engine_db):
     """Names and notes with newlines, pipes and formulas: the card stays valid YAML and
     markdown, the Parquet cells hold the values as stored."""
-    db = tmp_path / "hostile.db"
+    db = make_engine_db("hostile.db")
     with Store.open(db) as store:
         import_path(store, write_hostile_bundle(tmp_path / "bundle"))
         name = store.project_info()["name"]
@@ -300,15 +291,14 @@ def test_hostile_text_stays_data(tmp_path):
     guidelines = body.split("## Annotation guidelines")[1].split("## Loading")[0]
     assert "GUIDE" in guidelines
     assert all(line.startswith(">") for line in guidelines.strip().splitlines()[2:])
-    conn = sqlite3.connect(db)
-    try:
+    with Store.open(db) as store:  # either engine's rows
+        conn = store.conn
         tasks = [r[0] for r in conn.execute("SELECT task_id FROM tasks ORDER BY rowid")]
-    finally:
-        conn.close()
     assert pq.read_table(out / "tasks").column("task_id").to_pylist() == tasks
 
 
 def test_export_needs_a_target_and_an_existing_database(tmp_path, capsys):
+    # SQLite-only by nature: a missing database file is refused and no file is made
     assert main(["export", "--db", str(tmp_path / "none.db"), "--parquet",
                  str(tmp_path / "d")]) == 1
     assert not (tmp_path / "none.db").exists() and not (tmp_path / "d").exists()
@@ -321,9 +311,9 @@ def test_export_needs_a_target_and_an_existing_database(tmp_path, capsys):
                  str(tmp_path / "d"), "--zip"]) == 2  # --zip is of the bundle (--out)
 
 
-def test_datasets_loads_every_config(make_demo_db, tmp_path):
+def test_datasets_loads_every_config(engine_demo, tmp_path):
     datasets = pytest.importorskip("datasets")
-    db = make_demo_db(tmp_path / "demo.db")
+    db = engine_demo
     out = tmp_path / "dataset"
     assert main(["export", "--db", str(db), "--parquet", str(out), "--quiet"]) == 0
     counts = _counts(db)
@@ -336,10 +326,10 @@ def test_datasets_loads_every_config(make_demo_db, tmp_path):
         assert again.num_rows == counts[name], name
 
 
-def test_card_is_readable_without_yaml_quirks(make_demo_db, tmp_path):
+def test_card_is_readable_without_yaml_quirks(engine_demo, tmp_path):
     """The front matter is the YAML the Hub reads: a mapping with a string license and one
     config per file written; the body's tables have a header row each."""
-    db = make_demo_db(tmp_path / "demo.db")
+    db = engine_demo
     out = tmp_path / "dataset"
     assert main(["export", "--db", str(db), "--parquet", str(out), "--quiet"]) == 0
     front, body = _card(out)
@@ -347,12 +337,12 @@ def test_card_is_readable_without_yaml_quirks(make_demo_db, tmp_path):
     assert len(body.split("| column | type | meaning |")) - 1 == len(front["configs"])
 
 
-def test_files_are_written_in_batches_of_bounded_size(make_demo_db, tmp_path):
+def test_files_are_written_in_batches_of_bounded_size(engine_demo, tmp_path, make_engine_db):
     """A large table is read and written a batch at a time (row groups): the same rows and
     types as in one piece; an always-written file with no rows keeps its columns."""
     from annotation.store.dataset import write_file
 
-    db = make_demo_db(tmp_path / "demo.db")
+    db = engine_demo
     spec = next(s for s in FILES if s.name == "annotations")
     with Store.open(db) as store:
         whole = write_file(store, spec, tmp_path / "whole.parquet")
@@ -365,7 +355,7 @@ def test_files_are_written_in_batches_of_bounded_size(make_demo_db, tmp_path):
         -(-pieces // 100)
     assert pq.read_table(tmp_path / "pieces.parquet").equals(
         pq.read_table(tmp_path / "whole.parquet"))
-    empty = tmp_path / "empty.db"
+    empty = make_engine_db("empty.db")
     with Store.open(empty) as store:
         assert write_file(store, spec, tmp_path / "none.parquet") == 0
     back = pq.read_table(tmp_path / "none.parquet")

@@ -161,8 +161,8 @@ def test_assumption_rows_without_data():
 
 
 @pytest.mark.slow
-def test_plan_on_the_demo_from_data(tmp_path, make_demo_db, capsys):
-    db = make_demo_db(tmp_path / "demo.db")
+def test_plan_on_the_demo_from_data(tmp_path, engine_demo, capsys):
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     for measure in rp.MEASURES:
@@ -199,10 +199,10 @@ def test_plan_on_the_demo_from_data(tmp_path, make_demo_db, capsys):
 
 
 @pytest.mark.slow
-def test_the_assignment_page_shows_widths_and_plans(tmp_path, make_demo_db, monkeypatch):
+def test_the_assignment_page_shows_widths_and_plans(tmp_path, engine_demo, monkeypatch):
     from tests.helpers.apptest import signed_in
 
-    db = make_demo_db(tmp_path / "demo.db")
+    db = engine_demo
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
     at = signed_in("pages/assignment.py", "boss", "admin").run(timeout=60)
     assert not at.exception
@@ -242,15 +242,14 @@ def test_scaling_a_pilot_interval_reaches_roughly_the_target_in_simulation():
     assert achieved == pytest.approx(target, rel=0.1)
 
 
-def test_the_page_plan_uses_the_data_and_falls_back_to_the_stated_value(make_demo_db,
-                                                                         tmp_path):
+def test_the_page_plan_uses_the_data_and_falls_back_to_the_stated_value(engine_demo, tmp_path):
     from dataclasses import replace
 
     from annotation.results.planning import Assumptions, plan_or_assume, plan_table
     from annotation.results.study import load_study
     from annotation.store import Store
 
-    with Store.open(make_demo_db(tmp_path / "demo.db")) as store:
+    with Store.open(engine_demo) as store:
         study = load_study(store)
     from_data = plan_or_assume(study, "agreement", 0.08, 0.5)
     assert len(from_data) and from_data.equals(plan_table(study, "agreement", 0.08))

@@ -25,9 +25,9 @@ TIFA_PUBLISHED = {
 
 @pytest.mark.slow
 @pytest.mark.skipif(not TIFA.exists(), reason="../shared/fixtures/tifa is not at hand")
-def test_tifa_reproduces_the_20_published_values(tmp_path):
+def test_tifa_reproduces_the_20_published_values(tmp_path, make_engine_db):
     bundle = write_tifa_bundle(tmp_path / "tifa")
-    with Store.open(tmp_path / "tifa.db") as store:
+    with Store.open(make_engine_db("tifa.db")) as store:
         import_path(store, bundle)
         table = ratings_table(load_study(store), n_boot=200, seed=1)
     mean_ref = table[(table.reference == "human mean") & (table.group == "all")]
@@ -42,9 +42,8 @@ def test_tifa_reproduces_the_20_published_values(tmp_path):
 
 
 @pytest.mark.slow
-def test_rows_against_scipy_and_the_like_for_like_baseline(tmp_path, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_rows_against_scipy_and_the_like_for_like_baseline(tmp_path, engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     table = ratings_table(study, n_boot=100, seed=3, by="generator")
@@ -90,11 +89,10 @@ def test_rows_against_scipy_and_the_like_for_like_baseline(tmp_path, make_demo_d
 
 
 @pytest.mark.slow
-def test_pairwise_and_pooled_rows_by_hand(tmp_path, make_demo_db):
+def test_pairwise_and_pooled_rows_by_hand(tmp_path, engine_demo):
     from annotation.results.ratings import HUMAN_PAIRWISE, POOLED
 
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
     table = ratings_table(study, n_boot=50, seed=0, by="generator")

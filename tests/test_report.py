@@ -27,9 +27,8 @@ COLUMNS = {
 
 
 @pytest.mark.slow
-def test_report_on_the_demo(tmp_path, capsys, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_report_on_the_demo(tmp_path, capsys, engine_demo):
+    db = engine_demo
     out = tmp_path / "report"
     assert main(["report", "--db", str(db), "--out", str(out), "--bootstrap", "200",
                  "--seed", "7", "--by", "generator"]) == 0
@@ -60,9 +59,8 @@ def test_report_on_the_demo(tmp_path, capsys, make_demo_db):
     assert not (a.srcc_lo.round(12) == b.srcc_lo.round(12)).all()
 
 
-def test_report_refuses_an_unknown_grouping(tmp_path, capsys, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_report_refuses_an_unknown_grouping(tmp_path, capsys, engine_demo):
+    db = engine_demo
     code = main(["report", "--db", str(db), "--out", str(tmp_path / "r"), "--by", "colour",
                  "--bootstrap", "10", "--quiet"])
     assert code == 2
@@ -71,8 +69,8 @@ def test_report_refuses_an_unknown_grouping(tmp_path, capsys, make_demo_db):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not TIFA.exists(), reason="../shared/fixtures/tifa is not at hand")
-def test_tifa_published_values_through_the_command(tmp_path):
-    db = tmp_path / "tifa.db"
+def test_tifa_published_values_through_the_command(tmp_path, make_engine_db):
+    db = make_engine_db("tifa.db")
     assert main(["import", str(write_tifa_bundle(tmp_path / "tifa")), "--db", str(db),
                  "--quiet"]) == 0
     out = tmp_path / "report"
@@ -94,15 +92,14 @@ def test_tifa_published_values_through_the_command(tmp_path):
 
 
 @pytest.mark.slow
-def test_pair_checklist_pass_rate_with_a_rating(tmp_path, make_demo_db):
+def test_pair_checklist_pass_rate_with_a_rating(tmp_path, engine_demo):
     from scipy import stats
 
     from annotation.results.operators import passes
     from annotation.results.study import load_study
     from annotation.store import Store
 
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+    db = engine_demo
     out = tmp_path / "r"
     assert main(["report", "--db", str(db), "--out", str(out), "--bootstrap", "50",
                  "--pair", "checklist:text_instruction_following", "--quiet"]) == 0

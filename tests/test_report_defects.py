@@ -337,7 +337,7 @@ def test_zou_interval_with_python_floats_at_r_one():
 
 
 @pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", "1e999"])
-def test_infinite_scores_are_refused_at_import(tmp_path, value):
+def test_infinite_scores_are_refused_at_import(tmp_path, value, make_engine_db):
     """Defect 8: +-inf scores are refused at import with file:line:field."""
     import json
 
@@ -357,7 +357,7 @@ def test_infinite_scores_are_refused_at_import(tmp_path, value):
             target = i + 1
             break
     path.write_text("\n".join(lines) + "\n")
-    with Store.open(tmp_path / "p.db") as store, pytest.raises(ImportRefused) as refused:
+    with Store.open(make_engine_db("p.db")) as store, pytest.raises(ImportRefused) as refused:
         import_path(store, bundle)
     assert f"judgments.jsonl:{target}: score: " in refused.value.report()
     assert "numbers must be finite" in refused.value.report() or "out of range" in \

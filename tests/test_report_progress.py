@@ -12,8 +12,8 @@ from annotation.results.report import TABLES
 
 
 @pytest.mark.slow
-def test_report_progress_per_table_and_judge(tmp_path, capsys, make_demo_db):
-    db = make_demo_db(tmp_path / "demo.db")
+def test_report_progress_per_table_and_judge(tmp_path, capsys, engine_demo):
+    db = engine_demo
     out = tmp_path / "report"
     assert main(["report", "--db", str(db), "--out", str(out), "--bootstrap", "20"]) == 0
     captured = capsys.readouterr()
@@ -40,8 +40,8 @@ def test_report_progress_per_table_and_judge(tmp_path, capsys, make_demo_db):
     assert printed and all(p.startswith(str(out)) for p in printed)
 
 
-def test_report_quiet_prints_no_progress(tmp_path, capsys, make_demo_db):
-    db = make_demo_db(tmp_path / "demo.db")
+def test_report_quiet_prints_no_progress(tmp_path, capsys, engine_demo):
+    db = engine_demo
     assert main(["report", "--db", str(db), "--out", str(tmp_path / "r"), "--bootstrap", "0",
                  "--quiet"]) == 0
     captured = capsys.readouterr()

@@ -80,6 +80,8 @@ def test_output_of_is_the_part_before_the_separator():
 
 
 def _query_db(tmp_path):
+    # SQLite-only by nature: a column of mixed types (SQLite's dynamic typing) read against
+    # pandas' own read_sql_query on a plain sqlite3 connection, not a project
     import sqlite3
 
     conn = sqlite3.connect(tmp_path / "q.db")

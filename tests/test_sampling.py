@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -20,15 +21,18 @@ from annotation.work import sampling, workflow
 from tests.helpers.bundles import make_image, write_jsonl
 from tests.test_leaderboard import _annotate, _bundle
 
+# the page test's demo (served_demo) on both engines (issue #18)
+SERVED_ENGINES = ("sqlite", "postgresql")
+
 
 @pytest.fixture
-def project(tmp_path: Path) -> tuple[Path, dict[str, float], Path]:
+def project(tmp_path: Path, make_engine_db) -> tuple[Path, dict[str, float], Path]:
     root, truth = _bundle(tmp_path / "bundle", n_tasks=30)
     tasks = [json.loads(line) for line in (root / "tasks.jsonl").read_text().splitlines()]
     for k, task in enumerate(tasks):  # a nested meta key to stratify on
         task["meta"] = {"prompt": {"dimension": ["color", "shape", "count"][k % 3]}}
     write_jsonl(root / "tasks.jsonl", tasks)
-    db = tmp_path / "p.db"
+    db = make_engine_db("p.db")
     with Store.open(db) as store:
         import_path(store, root)
     return db, truth, root
@@ -67,14 +71,14 @@ def test_paired_takes_every_generator_of_the_same_tasks(project):
             sampling.draw(store, "admin", "paired", size=2, generators=["delta"])
 
 
-def test_paired_leaves_out_tasks_without_every_generator(tmp_path):
+def test_paired_leaves_out_tasks_without_every_generator(tmp_path, make_engine_db):
     root, _ = _bundle(tmp_path / "bundle", n_tasks=6)
     outputs = [json.loads(line) for line in (root / "outputs.jsonl").read_text().splitlines()]
     write_jsonl(root / "outputs.jsonl", [o for o in outputs if o["output_id"] != "t2/beta"])
     judgments = [json.loads(line) for line in (root / "judgments.jsonl").read_text()
                  .splitlines()]
     write_jsonl(root / "judgments.jsonl", [j for j in judgments if j["output_id"] != "t2/beta"])
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         import_path(store, root)
         chosen = sampling.draw(store, "admin", "paired", size=100, seed=0)
         assert {c.split("/")[0] for c in chosen} == {"t0", "t1", "t3", "t4", "t5"}
@@ -133,7 +137,7 @@ def test_disagreement_scores_on_hand_made_answers():
     assert scores.to_dict() == {"a": 1.0, "b": 0.0, "c": 1.0, "d": pytest.approx(6 / 9)}
 
 
-def _disagreeing_project(tmp_path: Path) -> Path:
+def _disagreeing_project(tmp_path: Path, make_engine_db: Callable[[str], str]) -> str:
     """Two judges on 12 outputs; they disagree on the checklist of t7/m only."""
     root = tmp_path / "b"
     root.mkdir()
@@ -154,14 +158,14 @@ def _disagreeing_project(tmp_path: Path) -> Path:
     write_jsonl(root / "tasks.jsonl", tasks)
     write_jsonl(root / "outputs.jsonl", outputs)
     write_jsonl(root / "judgments.jsonl", judgments)
-    db = tmp_path / "d.db"
+    db = make_engine_db("d.db")
     with Store.open(db) as store:
         import_path(store, root)
     return db
 
 
-def test_disagreement_first_offers_the_disputed_output_first(tmp_path):
-    db = _disagreeing_project(tmp_path)
+def test_disagreement_first_offers_the_disputed_output_first(tmp_path, make_engine_db):
+    db = _disagreeing_project(tmp_path, make_engine_db)
     people = [f"ann{k}" for k in range(6)]
     with Store.open(db) as store:
         off = [workflow.next_item(store, p) for p in people]
@@ -176,9 +180,10 @@ def test_disagreement_first_offers_the_disputed_output_first(tmp_path):
         assert items.sample_design(store)["disagreement_first_ever"]
 
 
-def test_the_report_says_when_the_annotated_outputs_are_not_a_uniform_sample(tmp_path):
+def test_the_report_says_when_the_annotated_outputs_are_not_a_uniform_sample(tmp_path,
+                                                                             make_engine_db):
     root, truth = _bundle(tmp_path / "bundle", n_tasks=20)
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         import_path(store, root)
         workflow.set_settings(store, "admin", disagreement_first=True)
         chosen = sampling.draw(store, "admin", "uniform", size=30, seed=1)
@@ -216,11 +221,12 @@ def test_the_strata_picker_offers_only_keys_the_outputs_have(served_demo):
     assert set(keys) <= columns
 
 
-def test_the_design_sentence_says_when_the_annotated_outputs_are_not_uniform(tmp_path):
+def test_the_design_sentence_says_when_the_annotated_outputs_are_not_uniform(tmp_path,
+                                                                             make_engine_db):
     from annotation.results.design import design_sentence
 
     root, truth = _bundle(tmp_path / "bundle", n_tasks=10)
-    with Store.open(tmp_path / "p.db") as store:
+    with Store.open(make_engine_db("p.db")) as store:
         import_path(store, root)
         chosen = sampling.draw(store, "admin", "uniform", size=12, seed=4)
         _annotate(root, store, chosen[:6], truth)

@@ -8,9 +8,8 @@ from annotation.store import Store
 from annotation.trace.trees import node_output_ids
 
 
-def test_load_study_on_the_demo(tmp_path, make_demo_db):
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+def test_load_study_on_the_demo(tmp_path, engine_demo):
+    db = engine_demo
     with Store.open(db) as store:
         counts = store.counts()
         study = load_study(store)
@@ -39,14 +38,13 @@ def test_load_study_on_the_demo(tmp_path, make_demo_db):
     assert len(after.human_scores) == len(study.human_scores)
 
 
-def test_judge_frames_equal_the_filtered_judgments(tmp_path, make_demo_db):
+def test_judge_frames_equal_the_filtered_judgments(tmp_path, engine_demo):
     """The study reads scores and answers apart (issue #18: half the cells of one read of
     every judgment); the frames are what a plain filter of every judgment gives: parsed,
     not on tree nodes or VIF variants, the same columns, order, values and dtypes."""
     import pandas as pd
 
-    db = tmp_path / "demo.db"
-    make_demo_db(db)
+    db = engine_demo
     with Store.open(db) as store:
         study = load_study(store)
         every = store.judgments_df()

@@ -111,6 +111,7 @@ def test_short_and_long_are_paired_by_prompt(tiif_study):
 
 @pytest.mark.slow
 def test_the_humans_are_scored_by_their_majority(tiif_study, tmp_path):
+    # SQLite-only: copies the imported TIIF project file with VACUUM INTO
     db, _study, _decided = tiif_study
     copy = tmp_path / "humans.db"
     with Store.open(db) as store:

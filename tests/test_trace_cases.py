@@ -26,8 +26,8 @@ from tests.helpers.tree_fixture import write_tree_bundle
 
 
 @pytest.fixture
-def reviewed(tmp_path) -> Path:
-    db = tmp_path / "trees.db"
+def reviewed(tmp_path, make_engine_db) -> Path:
+    db = make_engine_db("trees.db")
     with Store.open(db) as store:
         import_path(store, write_tree_bundle(tmp_path / "b"))
         tr.give_review(store, "r1", "tr1/m", "g|g1", "N2a", reason="attribute_mismatch",
@@ -132,8 +132,8 @@ def _generator_bundle(root: Path) -> Path:
     return root
 
 
-def test_table2_layout_averages_over_slot_levels(tmp_path):
-    db = tmp_path / "t2.db"
+def test_table2_layout_averages_over_slot_levels(tmp_path, make_engine_db):
+    db = make_engine_db("t2.db")
     with Store.open(db) as store:
         import_path(store, _generator_bundle(tmp_path / "b"))
         study = load_study(store)
@@ -161,8 +161,8 @@ def test_table2_layout_averages_over_slot_levels(tmp_path):
     assert list(dict.fromkeys(s for s, _ in table.index)) == ["j", "human mean"]
 
 
-def test_table2_is_in_the_report_and_its_html(tmp_path):
-    db = tmp_path / "t2.db"
+def test_table2_is_in_the_report_and_its_html(tmp_path, make_engine_db):
+    db = make_engine_db("t2.db")
     with Store.open(db) as store:
         import_path(store, _generator_bundle(tmp_path / "b"))
     out = tmp_path / "report"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from annotation.cli import main
+from annotation.store import Store
 from tests.helpers.bundles import write_jsonl
 from tests.test_formula import EQ5
 
@@ -65,6 +67,7 @@ def test_malformed_formula_exits_2_with_the_position(capsys):
 
 
 def test_usage_errors(capsys, tmp_path):
+    # SQLite-only by nature: a missing database file is refused and no file is made
     assert main(["tree"]) == 2
     assert "give FORMULA" in capsys.readouterr().err
     assert main(["tree", "f1", "--db", str(tmp_path / "x.db"), "--task", "t",
@@ -85,7 +88,7 @@ CACAO_TARGETS = [
 ]
 
 
-def _trace_project(tmp_path: Path) -> Path:
+def _trace_project(tmp_path: Path, make_engine_db: Callable[[str], str]) -> str:
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     (bundle / "bundle.json").write_text(json.dumps({"name": "cacao", "benchmark": "TRACE-Bench"}))
@@ -99,32 +102,40 @@ def _trace_project(tmp_path: Path) -> Path:
         {"task_id": "plain", "instruction": "No formula here.", "meta": {}},
     ])
     (bundle / "outputs.jsonl").write_text("")
-    db = tmp_path / "trace.db"
+    db = make_engine_db("trace.db")
     assert main(["import", str(bundle), "--db", str(db), "--quiet"]) == 0
     return db
 
 
-def _add_broken_task(db: Path) -> None:
+def _add_broken_task(db: str) -> None:
     """A malformed formula can no longer be imported (the bundle check refuses it); a
     database written before that check may still hold one: write it directly."""
-    import sqlite3
+    with Store.open(db) as store:
+        store.conn.execute("INSERT INTO tasks (task_id, instruction, checklist_id, meta)"
+                           " VALUES ('broken', 'A bad formula.', 'broken', ?)",
+                           [json.dumps({"formula": "C(f1,"})])
+        store.conn.commit()
 
-    with sqlite3.connect(db) as conn:
-        conn.execute("INSERT INTO tasks (task_id, instruction, checklist_id, meta)"
-                     " VALUES ('broken', 'A bad formula.', 'broken', ?)",
-                     [json.dumps({"formula": "C(f1,"})])
+
+def _state(db: str) -> object:
+    """What a read-only command leaves as it was: the SQLite file's bytes, or on PostgreSQL
+    the row counts and the audit log."""
+    if not db.startswith("postgresql:"):
+        return hashlib.sha256(Path(db).read_bytes()).hexdigest()
+    with Store.open(db) as store:
+        return store.counts(), store.query_df("SELECT * FROM audit_log").to_dict("records")
 
 
-def test_tree_of_a_task_writes_nodes_with_their_questions(tmp_path, capsys):
-    db = _trace_project(tmp_path)
-    before = hashlib.sha256(db.read_bytes()).hexdigest()
+def test_tree_of_a_task_writes_nodes_with_their_questions(tmp_path, capsys, make_engine_db):
+    db = _trace_project(tmp_path, make_engine_db)
+    before = _state(db)
     out = tmp_path / "tree"
     assert main(["tree", "--db", str(db), "--task", "cacao", "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert captured.out.splitlines() == [
         "N0  C(f1⊕g1)", "  N1  C(f1)    [rule 4 attribute removal; removed: g1]"]
     assert "nodes.jsonl" in captured.err
-    assert hashlib.sha256(db.read_bytes()).hexdigest() == before  # read only
+    assert _state(db) == before  # read only
     rows = [json.loads(line) for line in (out / "nodes.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == ["N0", "N1"]
     every = [f"cacao.q{i}" for i in range(1, 16)]
@@ -143,16 +154,16 @@ def test_tree_of_a_task_writes_nodes_with_their_questions(tmp_path, capsys):
     assert table[0]["formula"] == "C(f1⊕g1)"
 
 
-def test_tree_of_a_task_json(tmp_path, capsys):
-    db = _trace_project(tmp_path)
+def test_tree_of_a_task_json(tmp_path, capsys, make_engine_db):
+    db = _trace_project(tmp_path, make_engine_db)
     assert main(["tree", "--db", str(db), "--task", "cacao", "--out", str(tmp_path / "o"),
                  "--json"]) == 0
     nodes = json.loads(capsys.readouterr().out)
     assert [len(n["question_ids"]) for n in nodes] == [15, 7]
 
 
-def test_tree_of_a_task_refusals(tmp_path, capsys):
-    db = _trace_project(tmp_path)
+def test_tree_of_a_task_refusals(tmp_path, capsys, make_engine_db):
+    db = _trace_project(tmp_path, make_engine_db)
     _add_broken_task(db)
     out = tmp_path / "o"
     assert main(["tree", "--db", str(db), "--task", "nope", "--out", str(out)]) == 1

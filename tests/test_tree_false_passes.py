@@ -28,8 +28,8 @@ PASSED = {"f|f1", "g|g_style", "C|C, duplication"}
 
 
 @pytest.fixture
-def tdb(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "trees.db"
+def tdb(tmp_path, monkeypatch, make_engine_db) -> Path:
+    path = make_engine_db("trees.db")
     with Store.open(path) as store:
         import_path(store, write_tree_bundle(tmp_path / "b"))
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(path))

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image
 
 from annotation.cli import main
+from annotation.store import Store
 from annotation.trace.prompts import (
     ALL_IMAGES,
     FORMULA_ORDER,
@@ -22,14 +24,14 @@ from tests.helpers.bundles import read_jsonl, write_jsonl
 from tests.helpers.tree_fixture import write_tree_bundle
 
 
-def _project(tmp_path: Path, **meta_changes) -> Path:
+def _project(tmp_path: Path, make_engine_db: Callable[[str], str], **meta_changes) -> str:
     bundle = write_tree_bundle(tmp_path / "bundle", explicit_nodes=meta_changes.pop(
         "explicit", False))
     if meta_changes:
         tasks = read_jsonl(bundle / "tasks.jsonl")
         tasks[0]["meta"].update(meta_changes)
         write_jsonl(bundle / "tasks.jsonl", tasks)
-    db = tmp_path / "t.db"
+    db = make_engine_db("t.db")
     assert main(["import", str(bundle), "--db", str(db), "--quiet"]) == 0
     return db
 
@@ -41,17 +43,26 @@ def _colors(folder: Path) -> list[tuple[int, ...]]:
     return [Image.open(f).convert("RGB").getpixel((40, 40)) for f in files]
 
 
+def _state(db: str) -> object:
+    """What a read-only command leaves as it was: the SQLite file's bytes, or on PostgreSQL
+    the row counts and the audit log."""
+    if not db.startswith("postgresql:"):
+        return hashlib.sha256(Path(db).read_bytes()).hexdigest()
+    with Store.open(db) as store:
+        return store.counts(), store.query_df("SELECT * FROM audit_log").to_dict("records")
+
+
 RED, BLUE, GREEN, ORANGE = (255, 0, 0), (0, 0, 255), (0, 128, 0), (255, 165, 0)
 
 
-def test_every_node_gets_its_prompt_and_the_images_it_keeps(tmp_path, capsys):
-    db = _project(tmp_path, references={"f1": 0, "g1": 1, "f2": 2, "g_style": 3})
-    before = hashlib.sha256(db.read_bytes()).hexdigest()
+def test_every_node_gets_its_prompt_and_the_images_it_keeps(tmp_path, capsys, make_engine_db):
+    db = _project(tmp_path, make_engine_db, references={"f1": 0, "g1": 1, "f2": 2, "g_style": 3})
+    before = _state(db)
     out = tmp_path / "out"
     assert main(["tree", "--db", str(db), "--task", "tr1", "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "prompts.jsonl" in err and "4 node prompt(s) are drafts" in err
-    assert hashlib.sha256(db.read_bytes()).hexdigest() == before  # read only
+    assert _state(db) == before  # read only
     manifest = {r["node"]: r for r in read_jsonl(out / "prompts.jsonl")}
     assert list(manifest) == ["N0", "N1", "N2a", "N2b", "N3a1"]  # breadth first
     # the root: the task's own instruction and all four images, as the generator saw them
@@ -86,8 +97,8 @@ def test_every_node_gets_its_prompt_and_the_images_it_keeps(tmp_path, capsys):
         assert r["images_source"] == FROM_META
 
 
-def test_prompts_given_in_tree_nodes_are_used_verbatim(tmp_path, capsys):
-    db = _project(tmp_path, explicit=True)
+def test_prompts_given_in_tree_nodes_are_used_verbatim(tmp_path, capsys, make_engine_db):
+    db = _project(tmp_path, make_engine_db, explicit=True)
     out = tmp_path / "out"
     assert main(["tree", "--db", str(db), "--task", "tr1", "--out", str(out)]) == 0
     err = capsys.readouterr().err
@@ -101,12 +112,13 @@ def test_prompts_given_in_tree_nodes_are_used_verbatim(tmp_path, capsys):
     assert _colors(out / "nodes/N2b") == [GREEN]  # formula order: f1 g1 f2 g_style
 
 
-def test_a_bad_references_map_is_refused_at_import_and_names_the_field(tmp_path, capsys):
+def test_a_bad_references_map_is_refused_at_import_and_names_the_field(tmp_path, capsys,
+                                                                       make_engine_db):
     bundle = write_tree_bundle(tmp_path / "bundle")
     tasks = read_jsonl(bundle / "tasks.jsonl")
     tasks[0]["meta"]["references"] = {"f1": 7, "T_rel": 0}
     write_jsonl(bundle / "tasks.jsonl", tasks)
-    db = tmp_path / "t.db"
+    db = make_engine_db("t.db")
     assert main(["import", str(bundle), "--db", str(db), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "tasks.jsonl:1: meta.references.f1: expected an image index 0..3" in err
@@ -126,8 +138,8 @@ def test_term_images_sources():
     assert reference_problems({"references": {"g1": True}}, 2)[0][0] == "meta.references.g1"
 
 
-def test_manifest_lines_are_json(tmp_path):
-    db = _project(tmp_path)
+def test_manifest_lines_are_json(tmp_path, make_engine_db):
+    db = _project(tmp_path, make_engine_db)
     out = tmp_path / "out"
     assert main(["tree", "--db", str(db), "--task", "tr1", "--out", str(out)]) == 0
     for line in (out / "prompts.jsonl").read_text(encoding="utf-8").splitlines():
@@ -135,8 +147,8 @@ def test_manifest_lines_are_json(tmp_path):
                                          "downgrades", "prompt_file"}
 
 
-def test_a_lost_media_file_is_named_and_nothing_is_written(tmp_path, capsys):
-    db = _project(tmp_path)
+def test_a_lost_media_file_is_named_and_nothing_is_written(tmp_path, capsys, make_engine_db):
+    db = _project(tmp_path, make_engine_db)
     from annotation.store import Store
     from annotation.store import project as project_rows
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import krippendorff
@@ -255,8 +256,9 @@ def test_empty_project_gives_empty_tables(store, example_bundle):
 
 
 # ------------------------------------------------------------------ on a real project
-def _project(tmp_path: Path, explicit_nodes: bool = False) -> Path:
-    db = tmp_path / "p.db"
+def _project(tmp_path: Path, make_engine_db: Callable[[str], str],
+             explicit_nodes: bool = False) -> str:
+    db = make_engine_db("p.db")
     with Store.open(db) as store:
         import_path(store, write_tree_bundle(tmp_path / "b", explicit_nodes=explicit_nodes))
     return db
@@ -277,10 +279,11 @@ def _review_fixture(store: Store) -> None:
 
 
 @pytest.mark.parametrize("explicit_nodes", [False, True], ids=["computed", "explicit"])
-def test_bulk_localization_equals_annotation_trees_per_unit(tmp_path, explicit_nodes):
+def test_bulk_localization_equals_annotation_trees_per_unit(tmp_path, explicit_nodes,
+                                                            make_engine_db):
     from annotation.trace import trees
 
-    with Store.open(_project(tmp_path, explicit_nodes)) as store:
+    with Store.open(_project(tmp_path, make_engine_db, explicit_nodes)) as store:
         bulk, problems = res.load_automatic(store, "gpt-5")
         item = trees.load_tree_item(store, "tr1/m")
         one = trees.automatic_localization(store, item, "gpt-5")
@@ -292,8 +295,8 @@ def test_bulk_localization_equals_annotation_trees_per_unit(tmp_path, explicit_n
     assert list(bulk.columns) == res.AUTOMATIC_COLUMNS
 
 
-def test_a_tree_that_cannot_be_built_is_listed_not_fatal(tmp_path):
-    db = _project(tmp_path)
+def test_a_tree_that_cannot_be_built_is_listed_not_fatal(tmp_path, make_engine_db):
+    db = _project(tmp_path, make_engine_db)
     with Store.open(db) as store:
         store.conn.execute("""UPDATE tasks SET meta = '{"formula": "C(f1⊕"}'"""
                            " WHERE task_id = 'tr1'")
@@ -302,8 +305,8 @@ def test_a_tree_that_cannot_be_built_is_listed_not_fatal(tmp_path):
     assert tables["automatic_localization"].empty
 
 
-def test_table3_and_figure11_on_the_fixture(tmp_path):
-    with Store.open(_project(tmp_path)) as store:
+def test_table3_and_figure11_on_the_fixture(tmp_path, make_engine_db):
+    with Store.open(_project(tmp_path, make_engine_db)) as store:
         automatic, problems = res.load_automatic(store)
     assert problems.empty
     auto = automatic.set_index("key")
@@ -329,8 +332,8 @@ def test_table3_and_figure11_on_the_fixture(tmp_path):
 
 
 @pytest.mark.parametrize("explicit_nodes", [False, True], ids=["computed", "explicit"])
-def test_cli_writes_the_tables_and_reviews(tmp_path, capsys, explicit_nodes):
-    db = _project(tmp_path, explicit_nodes)
+def test_cli_writes_the_tables_and_reviews(tmp_path, capsys, explicit_nodes, make_engine_db):
+    db = _project(tmp_path, make_engine_db, explicit_nodes)
     with Store.open(db) as store:
         before = res.data_stamp(store)
         _review_fixture(store)
@@ -382,14 +385,15 @@ def test_cli_writes_the_tables_and_reviews(tmp_path, capsys, explicit_nodes):
 
 
 def test_cli_refuses_a_missing_database(tmp_path, capsys):
+    # SQLite-only by nature: a missing database file is refused and no file is made
     missing = tmp_path / "none.db"
     assert main(["trees", "--db", str(missing), "--out", str(tmp_path / "o")]) == 1
     assert "no such database" in capsys.readouterr().err
     assert not missing.exists()
 
 
-def test_progress_counts_towards_the_overlap(tmp_path):
-    with Store.open(_project(tmp_path)) as store:
+def test_progress_counts_towards_the_overlap(tmp_path, make_engine_db):
+    with Store.open(_project(tmp_path, make_engine_db)) as store:
         assert res.overall_progress(store) == (0, 1, 1)
         _review_fixture(store)
         tr.submit_tree(store, "r2", "tr1/m")
@@ -400,11 +404,11 @@ def test_progress_counts_towards_the_overlap(tmp_path):
 
 # ------------------------------------------------------------------ the admin page
 @pytest.mark.slow
-def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch):
+def test_admin_page_shows_results_and_refuses_annotators(tmp_path, monkeypatch, make_engine_db):
 
     from tests.helpers.bundles import ensure_account
 
-    db = _project(tmp_path)
+    db = _project(tmp_path, make_engine_db)
     with Store.open(db) as store:
         _review_fixture(store)
     monkeypatch.setenv("JUDGE_AUDIT_DB", str(db))
