@@ -17,9 +17,6 @@ from annotation.results.study import load_study
 from annotation.stats.dawid_skene import dawid_skene
 from annotation.store import Store
 
-# the page test's demo (served_demo) on both engines (issue #18)
-SERVED_ENGINES = ("sqlite", "postgresql")
-
 # crowd-kit (the reference) warns about pandas keywords it still uses
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:crowdkit")
 
