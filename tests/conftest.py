@@ -18,6 +18,7 @@ from annotation.project_files import build_demo_db
 from annotation.store import Store
 from annotation.ui.app_state import enable_test_sessions
 from tests.helpers.bundles import write_doc_example
+from tests.helpers.module_demo import ENGINES
 
 # AppTest has no browser, hence no session cookie: sign_in() keeps the session token in
 # session_state instead, in this process only (see annotation.ui.app_state).
@@ -200,7 +201,7 @@ def make_pg_demo(pg_cluster, pg_demo_template, tmp_path: Path) -> Callable[[], s
     return make
 
 
-@pytest.fixture(params=["sqlite", _engine("postgresql")])
+@pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
     """``"sqlite"`` or ``"postgresql"``: every test that asks for a project through
     :func:`engine_db`, :func:`engine_demo`, :func:`make_engine_db` or

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 from annotation.cli import main
 from annotation.store import Store
 from tests.helpers.bundles import write_jsonl
+from tests.helpers.project_state import project_state as _state
 from tests.test_formula import EQ5
 
 FIGURE_10_IDS = ["N0", "N1", "N2a", "N2b", "N3a", "N3b1", "N3b2", "N3b3", "N4a", "N4b"]
@@ -115,15 +115,6 @@ def _add_broken_task(db: str) -> None:
                            " VALUES ('broken', 'A bad formula.', 'broken', ?)",
                            [json.dumps({"formula": "C(f1,"})])
         store.conn.commit()
-
-
-def _state(db: str) -> object:
-    """What a read-only command leaves as it was: the SQLite file's bytes, or on PostgreSQL
-    the row counts and the audit log."""
-    if not db.startswith("postgresql:"):
-        return hashlib.sha256(Path(db).read_bytes()).hexdigest()
-    with Store.open(db) as store:
-        return store.counts(), store.query_df("SELECT * FROM audit_log").to_dict("records")
 
 
 def test_tree_of_a_task_writes_nodes_with_their_questions(tmp_path, capsys, make_engine_db):

@@ -3,7 +3,6 @@ downgrades and the reference images it keeps (TRACE-Bench paper, Sec. 3.5, App. 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from annotation.trace.prompts import (
     term_images,
 )
 from tests.helpers.bundles import read_jsonl, write_jsonl
+from tests.helpers.project_state import project_state as _state
 from tests.helpers.tree_fixture import write_tree_bundle
 
 
@@ -41,15 +41,6 @@ def _colors(folder: Path) -> list[tuple[int, ...]]:
     images are flat: dog red, hat blue, cat green, style orange)."""
     files = sorted(folder.glob("Image_*.png"), key=lambda p: int(p.stem.split("_")[1]))
     return [Image.open(f).convert("RGB").getpixel((40, 40)) for f in files]
-
-
-def _state(db: str) -> object:
-    """What a read-only command leaves as it was: the SQLite file's bytes, or on PostgreSQL
-    the row counts and the audit log."""
-    if not db.startswith("postgresql:"):
-        return hashlib.sha256(Path(db).read_bytes()).hexdigest()
-    with Store.open(db) as store:
-        return store.counts(), store.query_df("SELECT * FROM audit_log").to_dict("records")
 
 
 RED, BLUE, GREEN, ORANGE = (255, 0, 0), (0, 0, 255), (0, 128, 0), (255, 165, 0)
@@ -149,7 +140,6 @@ def test_manifest_lines_are_json(tmp_path, make_engine_db):
 
 def test_a_lost_media_file_is_named_and_nothing_is_written(tmp_path, capsys, make_engine_db):
     db = _project(tmp_path, make_engine_db)
-    from annotation.store import Store
     from annotation.store import project as project_rows
 
     with Store.open(db) as store:
