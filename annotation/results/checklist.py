@@ -156,31 +156,60 @@ def _strict_majority(n_yes: pd.Series, n_no: pd.Series) -> pd.Series:
 
 
 def _ensemble(judges: pd.DataFrame, vlm: list[str]) -> pd.DataFrame:
-    votes = judges[judges.judge.isin(vlm) & judges.answer.isin(("yes", "no"))]
-    if len(vlm) < 2 or votes.empty:
+    """The strict majority of the VLM judges' decided answers per decision key (a tie is
+    no decision), with the ids of the key's first vote, in key order. Counted on integer
+    codes of the keys (``np.bincount``), never a grouped copy of the judges' decisions
+    (at 100,000 outputs that copy was the largest rise of the decisions' peak, issue #18)."""
+    answer = judges.answer
+    mask = (judges.judge.isin(vlm) & answer.isin(("yes", "no"))).to_numpy()
+    if len(vlm) < 2 or not mask.any():
         return judges.iloc[0:0]
-    by_key = votes.assign(n_yes=(votes.answer == "yes").astype(int),
-                          n_no=(votes.answer == "no").astype(int)).groupby("key", sort=True)
-    counts = by_key[["n_yes", "n_no"]].sum()
-    winner = _strict_majority(counts.n_yes, counts.n_no)
-    decided = winner.notna().to_numpy()
-    # the first vote's ids per key (one grouping for the counts and the ids)
-    first = by_key[["output_id", "question_id"]].first()[decided]
-    winner = winner[decided]
-    return pd.DataFrame({"judge": ENSEMBLE, "output_id": first.output_id.to_numpy(),
-                         "question_id": first.question_id.to_numpy(),
-                         "answer": winner.to_numpy(), "gated": False, "imputed": False,
-                         "key": winner.index.to_numpy()})
+    votes = np.flatnonzero(mask)
+    del mask
+    codes, keys = pd.factorize(judges.key.to_numpy(dtype=object)[votes], sort=True)
+    yes = answer.eq("yes").to_numpy(dtype=bool, na_value=False)[votes]  # no str per row
+    n_yes = np.bincount(codes, weights=yes, minlength=len(keys))
+    n_no = np.bincount(codes, minlength=len(keys)) - n_yes
+    first = np.empty(len(keys), dtype=np.intp)
+    first[codes[::-1]] = votes[::-1]  # the first vote of each key: written last
+    del codes, yes, votes
+    decided = np.flatnonzero(n_yes != n_no)
+    rows = first[decided]
+    return pd.DataFrame({
+        "judge": pd.Series(ENSEMBLE, index=range(len(rows)), dtype=judges.judge.dtype),
+        "output_id": judges.output_id.take(rows).reset_index(drop=True),
+        "question_id": judges.question_id.take(rows).reset_index(drop=True),
+        "answer": pd.Series(np.where(n_yes[decided] > n_no[decided], "yes", "no"),
+                            dtype=answer.dtype),
+        "gated": False, "imputed": False,
+        "key": pd.Series(np.asarray(keys, dtype=object)[decided], dtype=object)})
+
+
+def _stacked(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """``pd.concat(frames, ignore_index=True)``, one column at a time, each column of the
+    inputs let go once stacked (``frames`` are emptied): the judges' decisions and the
+    ensemble's, without a second copy of every column at once (issue #18)."""
+    columns = list(dict.fromkeys(c for f in frames for c in f.columns))
+    out = {}
+    for column in columns:  # a frame without the column gives missing values, as concat
+        out[column] = pd.concat([f[column] if column in f.columns else
+                                 pd.Series(np.nan, index=range(len(f))) for f in frames],
+                                ignore_index=True)
+        for f in frames:
+            if column in f.columns:
+                del f[column]
+    return pd.DataFrame(out, copy=False)
 
 
 def study_decisions(study: StudyData, unanswered: Unanswered = "omit") -> StudyDecisions:
     """Gated decisions of humans and judges, the human majority and the leave-one-out
     pairs (:class:`StudyDecisions`)."""
     human = _keyed(human_decisions(study))
-    judges = _keyed(judge_decisions(study, unanswered))
+    # what the judge said beside the scored answer is no table's business: not kept
+    judges = _keyed(judge_decisions(study, unanswered).drop(columns="own_answer"))
     vlm = [str(n) for n, k in zip(study.judges.name, study.judges.kind, strict=True)
            if k == "vlm"]
-    judges = pd.concat([judges, _ensemble(judges, vlm)], ignore_index=True)
+    judges = _stacked([judges, _ensemble(judges, vlm)])
     decided = human[human.answer.isin(("yes", "no"))]
     counts = _vote_counts(decided)
     majority = _strict_majority(counts.n_yes, counts.n_no).rename("answer")
@@ -189,7 +218,7 @@ def study_decisions(study: StudyData, unanswered: Unanswered = "omit") -> StudyD
                      n_no=loo.n_no - (loo.answer == "no"))
     loo = loo.assign(others=_strict_majority(loo.n_yes, loo.n_no))
     loo = loo[loo.others.notna()].drop(columns=["n_yes", "n_no"]).reset_index(drop=True)
-    return StudyDecisions(human=human, judges=judges.reset_index(drop=True),
+    return StudyDecisions(human=human, judges=judges,
                           majority=majority.dropna().to_frame(), loo=loo)
 
 

@@ -63,6 +63,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from annotation.results import pairwise, tiif
 from annotation.results.aggregation import confusion_table, human_labels_table
@@ -221,9 +222,13 @@ def _release_memory() -> None:
     nothing elsewhere). Large temporaries freed by one table otherwise stay in the heap
     (glibc raises its mmap threshold after freeing big blocks, so the next ones come
     from the heap), and the next table's allocations land beside them: the report's peak
-    was the sum of the two. The collection before it only scans what is not frozen
-    (:func:`_frozen`): the last table's objects."""
+    was the sum of the two. The same holds for Arrow's own allocator (mimalloc in the
+    pyarrow wheels), which holds the buffers of the study's text columns and keeps freed
+    pages for reuse: asked to release them too (at 100,000 outputs, issue #18). The
+    collection before it only scans what is not frozen (:func:`_frozen`): the last
+    table's objects."""
     gc.collect()
+    pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
@@ -265,6 +270,7 @@ def build_report(study: StudyData, options: ReportOptions = ReportOptions(),
     boot: dict[str, Any] = {"n_boot": options.n_boot, "seed": options.seed}
     unanswered = options.unanswered
     decided = study_decisions(study, unanswered)  # type: ignore[arg-type]
+    _release_memory()  # the decisions' temporaries, before the first table adds its own
     tables: dict[str, pd.DataFrame] = {}
     alt: dict[str, pd.DataFrame] = {}
     # the operator scores of the three operator tables, computed once, on first use
