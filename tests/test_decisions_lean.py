@@ -135,3 +135,26 @@ def test_stacked_is_concat_and_fills_a_missing_column():
     got = _stacked([judges.copy(), ensemble.copy()])
     pdt.assert_frame_equal(got, expected)
     assert got.passed.iloc[len(judges):].isna().all()  # the ensemble has no passed column
+
+
+def test_study_decisions_keep_judges_and_answers_as_categories_of_the_same_values(
+        engine_demo):
+    """StudyDecisions.judges holds judge and answer as categoricals (one byte per decision,
+    issue #18): the same values, categories sorted, and every table reads them alike."""
+    from annotation.results.checklist import study_decisions
+    from annotation.results.decisions import judge_decisions
+    from annotation.results.study import load_study
+    from annotation.store import Store
+
+    with Store.open(engine_demo) as store:
+        study = load_study(store)
+    d = study_decisions(study)
+    plain = judge_decisions(study)
+    assert isinstance(d.judges.judge.dtype, pd.CategoricalDtype)
+    assert isinstance(d.judges.answer.dtype, pd.CategoricalDtype)
+    assert list(d.judges.judge.cat.categories) == sorted(set(d.judges.judge))
+    mine = d.judges[d.judges.judge != ENSEMBLE].reset_index(drop=True)
+    assert mine.judge.astype(str).tolist() == plain.judge.astype(str).tolist()
+    assert mine.answer.astype(object).where(mine.answer.notna(), None).tolist() == \
+        plain.answer.astype(object).where(plain.answer.notna(), None).tolist()
+    assert "own_answer" not in d.judges.columns

@@ -210,6 +210,11 @@ def study_decisions(study: StudyData, unanswered: Unanswered = "omit") -> StudyD
     vlm = [str(n) for n, k in zip(study.judges.name, study.judges.kind, strict=True)
            if k == "vlm"]
     judges = _stacked([judges, _ensemble(judges, vlm)])
+    # a handful of judges and answers over millions of decisions: one byte each, not a
+    # string each (categories sorted, as astype("category"); issue #18)
+    for column in ("judge", "answer"):
+        codes, names = pd.factorize(judges[column], sort=True)
+        judges[column] = pd.Categorical.from_codes(codes, categories=names)
     decided = human[human.answer.isin(("yes", "no"))]
     counts = _vote_counts(decided)
     majority = _strict_majority(counts.n_yes, counts.n_no).rename("answer")
