@@ -48,6 +48,39 @@ def test_cluster_weights_are_a_fresh_generators_draws(n_clusters, n_boot):
     assert (3, n_clusters, n_boot) in clustered._CACHE
 
 
+def test_cluster_weights_too_many_for_the_cache_are_drawn_block_by_block(monkeypatch):
+    """100,000 outputs x 1,000 resamples do not fit the cache: the blocks are streamed (one
+    held at a time), the same numbers as a fresh generator's."""
+    monkeypatch.setattr(clustered, "_CACHE_BYTES", 1000)
+    clustered._CACHE.clear()
+    expected = list(cluster_counts(np.random.default_rng(3), 1500, 3000))
+    got = cluster_weights(3, 1500, 3000)
+    cells = np.random.default_rng(0).random((1500, 4))
+    for e in expected:
+        w = next(got)
+        assert np.array_equal(w, e) and np.array_equal(w @ cells, e @ cells)
+    assert next(got, None) is None
+    assert not clustered._CACHE
+    monkeypatch.undo()
+    rng = np.random.default_rng(2)
+    right_a, right_b = rng.random(3000) < 0.7, rng.random(3000) < 0.6
+    outputs = rng.integers(0, 1500, 3000)
+    clustered._CACHE.clear()
+    cached = clustered.clustered_mcnemar(right_a, right_b, outputs, n_boot=300, seed=4)
+    monkeypatch.setattr(clustered, "_CACHE_BYTES", 1000)
+    clustered._CACHE.clear()
+    streamed = clustered.clustered_mcnemar(right_a, right_b, outputs, n_boot=300, seed=4)
+    pd.testing.assert_frame_equal(cached, streamed)
+
+
+@pytest.mark.parametrize("labels", [np.array([7, 3, 7, -2, 3, 9]),
+                                    np.array([7, 3, 7, 2, 3, 9], dtype=np.uint32)])
+def test_integer_clusters_get_the_codes_of_their_objects(labels):
+    codes, n = clustered._codes(labels, len(labels))
+    objects, n_objects = clustered._codes(list(labels), len(labels))
+    assert codes.tolist() == objects.tolist() == [0, 1, 0, 2, 1, 3] and n == n_objects == 4
+
+
 def test_cluster_weights_without_a_seed_are_not_cached():
     clustered._CACHE.clear()
     assert sum(len(w) for w in cluster_weights(None, 50, 30)) == 30

@@ -33,14 +33,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from annotation.results.checklist import ENSEMBLE, StudyDecisions
+from annotation.results.checklist import ENSEMBLE, StudyDecisions, judge_rows
 from annotation.results.decisions import Unanswered, human_decisions, judge_decisions
 from annotation.results.progress import JudgeProgress, each_judge
 from annotation.results.ratings import criterion_scale, own_scale
 from annotation.results.study import StudyData
 from annotation.stats.alt_test import alt_test, normalized_ranks
+from annotation.stats.membership import isin
 
 __all__ = ["ANNOTATOR_COLUMNS", "CHECKLIST", "COLUMNS", "MIN_ANNOTATORS", "AltTests",
            "alt_test_annotators_table", "alt_test_table", "run_alt_tests"]
@@ -121,6 +123,31 @@ def _run(humans: pd.DataFrame, judge: pd.Series, *, criterion: str, judge_name: 
     return summary, per[ANNOTATOR_COLUMNS]
 
 
+def _item(decisions: pd.DataFrame) -> pd.Series:
+    """The alt-test's item of each decision, ``output_id / question_id``, as text (from text
+    or categorical columns alike)."""
+    return decisions.output_id.astype("str") + " / " + decisions.question_id.astype("str")
+
+
+def _checklist_values(decisions: pd.DataFrame, rows: np.ndarray, items: pd.Series
+                      ) -> pd.Series:
+    """One judge's checklist answers (its ``rows`` of ``decisions``) by item
+    (``output_id / question_id``), only on the ``items`` the annotators decided.
+
+    The alt-test scores nothing else (Calderon et al. 2025, Sec. 3, step 1: items labeled
+    by the judge and by humans), so its answer is the same as on all the judge's
+    decisions, without a string per decision (1.2 million a judge at 100,000 outputs, ~250
+    MB to hash, issue #18): only the rows of an output some annotator decided (``rows``)
+    get an item string (another output's item string is an annotator's item only if an id
+    contains " / "). Two answers of the judge on one of these items still raise in
+    :func:`annotation.stats.alt_test.alt_test`; a store has one judgment per (judge,
+    output, question) (its ``judgments_key`` index), so there are none elsewhere."""
+    mine = decisions.take(rows)
+    item = _item(mine)
+    known = isin(item, items)
+    return pd.Series(mine.answer[known].to_numpy(), index=pd.Index(item[known]))
+
+
 def run_alt_tests(study: StudyData, *, epsilon: float = 0.2, q: float = 0.05,
                   unanswered: Unanswered = "omit",
                   on_judge: JudgeProgress | None = None,
@@ -164,19 +191,23 @@ def run_alt_tests(study: StudyData, *, epsilon: float = 0.2, q: float = 0.05,
             per_annotator.append(per)
     human = human_decisions(study) if decided is None else decided.human
     if not human.empty:
-        long = pd.DataFrame({"item": human.output_id + " / " + human.question_id,
+        long = pd.DataFrame({"item": _item(human),
                              "annotator": human.annotator, "value": human.answer})
         if decided is None:
-            judged = judge_decisions(study, unanswered)
+            judged, keep = judge_decisions(study, unanswered), None
         else:
-            judged = decided.judges[decided.judges.judge != ENSEMBLE]
+            judged = decided.judges
+            keep = (judged.judge != ENSEMBLE).to_numpy(dtype=bool, na_value=True)
         note = "gated decisions (annotation.results.decisions); cant_tell is no label"
         if unanswered == "fail":
             note += "; questions a judge left unanswered scored as failed"
-        for judge, js in each_judge(judged.groupby("judge", sort=True), on_judge,
-                                    ", checklist", _first):
-            values = pd.Series(js.answer.to_numpy(), index=js.output_id + " / " + js.question_id)
-            summary, per = _run(long, values, criterion=CHECKLIST, judge_name=str(judge),
+        rows = judge_rows(judged.judge, keep)
+        # the rows of an output some annotator decided: a few hundred outputs of 100,000
+        asked = isin(judged.output_id, human.output_id)
+        judged = judged[["output_id", "question_id", "answer"]]
+        for judge, at in each_judge(list(rows.items()), on_judge, ", checklist", _first):
+            values = _checklist_values(judged, at[asked[at]], long.item)
+            summary, per = _run(long, values, criterion=CHECKLIST, judge_name=judge,
                                 scoring="accuracy", label="accuracy", note=note,
                                 epsilon=epsilon, q=q)
             summaries.append(summary)
