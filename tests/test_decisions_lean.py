@@ -158,3 +158,50 @@ def test_study_decisions_keep_judges_and_answers_as_categories_of_the_same_value
     assert mine.answer.astype(object).where(mine.answer.notna(), None).tolist() == \
         plain.answer.astype(object).where(plain.answer.notna(), None).tolist()
     assert "own_answer" not in d.judges.columns
+
+
+def _plain_image_scores(study, decided) -> pd.DataFrame:
+    """image_scores as it was before issue #18's memory work: a groupby of the decisions."""
+    from annotation.results.checklist import HUMAN_MAJORITY, SEP
+
+    expected = study.questions.set_index("question_id")["pass_answer"]
+    judges = decided.judges[["judge", "output_id", "question_id", "answer", "passed"]]
+    derived = (judges["answer"].astype(object) == judges["question_id"].map(expected)
+               ).astype(float)
+    passed = judges["passed"].where(judges["passed"].notna(),
+                                    derived.where(judges["answer"].isin(("yes", "no"))))
+    judges = judges.assign(passed=passed)[passed.notna()][["judge", "output_id", "passed"]]
+    frames = [judges.rename(columns={"judge": "scorer"}).astype({"scorer": str})]
+    if len(decided.majority):
+        parts = pd.Series(decided.majority.index.astype(str)).str.split(SEP, n=1,
+                                                                       regex=False)
+        frames.append(pd.DataFrame({
+            "scorer": HUMAN_MAJORITY, "output_id": parts.str[0].to_numpy(),
+            "passed": (decided.majority["answer"].to_numpy()
+                       == parts.str[1].map(expected).to_numpy()).astype(float)}))
+    both = pd.concat(frames, ignore_index=True)
+    scores = both.groupby(["scorer", "output_id"], sort=True)["passed"].agg(["mean", "size"])
+    scores = scores.reset_index().rename(columns={"mean": "score", "size": "n_questions"})
+    scores["score"] = scores["score"] * 100
+    return scores[["scorer", "output_id", "score", "n_questions"]]
+
+
+def test_image_scores_are_the_grouped_means_of_the_decisions(engine_demo):
+    """TIIF-Bench's image scores (and the leaderboard's checklist measure), counted on
+    integer codes: the same rows, order and values as the groupby they replaced."""
+    from annotation.results.checklist import study_decisions
+    from annotation.results.study import load_study
+    from annotation.results.tiif import image_scores
+    from annotation.store import Store
+
+    with Store.open(engine_demo) as store:
+        study = load_study(store)
+    decided = study_decisions(study)
+    got = image_scores(study, decided)
+    expected = _plain_image_scores(study, decided)
+    assert len(got) == len(expected) > 0
+    assert got.scorer.tolist() == expected.scorer.tolist()
+    assert got.output_id.tolist() == expected.output_id.tolist()
+    np.testing.assert_array_equal(got.score.to_numpy(), expected.score.to_numpy())
+    np.testing.assert_array_equal(got.n_questions.to_numpy(), expected.n_questions.to_numpy())
+    assert ENSEMBLE in set(got.scorer)
