@@ -30,8 +30,10 @@ paper's judge table, ``trace_table.csv``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -49,6 +51,7 @@ from annotation.results.checklist import (
 from annotation.results.decisions import Unanswered, decisions
 from annotation.results.study import StudyData
 from annotation.stats.correlation import correlations, reported_plcc_interval
+from annotation.stats.membership import isin, positions
 
 ALL = "all"
 ENSEMBLE = "ensemble (mean of VLM judges)"
@@ -71,18 +74,16 @@ def passes(answers: pd.DataFrame, questions: pd.DataFrame, who: str) -> pd.DataF
     return scored[[who, "output_id", "question_id", "passed"]].reset_index(drop=True)
 
 
-def _lexicographic_keys(codes: list[np.ndarray], sizes: list[int]) -> list[np.ndarray]:
-    """Per row, one int64 key per prefix of ``codes`` (codes 0..size-1 of sorted uniques):
-    key ``k`` orders and groups the rows as a sorted groupby by the first ``k + 1`` columns
-    does. A prefix whose key could overflow is first renumbered densely (same order)."""
+def _lexicographic_key(codes: list[np.ndarray], sizes: list[int]) -> np.ndarray:
+    """Per row one int64 key of the code columns ``codes`` (codes 0..size-1 of sorted
+    uniques): it orders and groups the rows as a sorted groupby by those columns does. A
+    prefix whose key could overflow is first renumbered densely (same order)."""
     key = codes[0].astype(np.int64)
-    keys = [key]
     for column, size in zip(codes[1:], sizes[1:], strict=True):
         if (int(key.max(initial=0)) + 1) * max(size, 1) >= 2 ** 62:
             key = np.unique(key, return_inverse=True)[1].astype(np.int64)
         key = key * size + column
-        keys.append(key)
-    return keys
+    return key
 
 
 def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,59 +107,195 @@ def group_means(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.nda
     return pd.Series(values).groupby(groups).mean().to_numpy()
 
 
-def operator_scores(passed: pd.DataFrame, questions: pd.DataFrame, who: str) -> pd.DataFrame:
-    """Per (who, output, operator) the TRACE operator score, plus operator ``all``.
+def _distinct(column: pd.Series | pd.Index) -> tuple[np.ndarray, pd.Index]:
+    """(a code per row, -1 missing; the values of the codes, in no particular order): a
+    categorical's own codes and categories (nothing hashed), else ``pd.factorize``."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        values = cast(pd.Categorical, column.array)
+        return np.asarray(values.codes), pd.Index(values.categories)
+    codes, uniques = pd.factorize(column)
+    return codes, pd.Index(uniques)
 
-    The same floats as the means of ``groupby([who, output_id, operator, target])`` of the
+
+def _sorted_codes(*columns: pd.Series | pd.Index) -> tuple[list[np.ndarray], pd.Index]:
+    """Integer codes of the values of ``columns`` (one code space, the sorted distinct
+    values; -1 missing) and those values: codes compare and match as the values do, so
+    index operations on them (intersection, order, a sorted groupby) give what they give
+    on the values. Each column is factorized on its own and only the distinct values are
+    sorted: a categorical costs no hashing, whatever the order of its categories (the
+    values may then include unused categories). Codes are int32 where they fit."""
+    coded = [_distinct(c) for c in columns]
+    uniques = coded[0][1].append([u for _, u in coded[1:]])
+    position, names = pd.factorize(uniques, sort=True)
+    dtype = np.int32 if len(names) < 2 ** 31 - 1 else np.int64
+    bounds = np.cumsum([0, *(len(u) for _, u in coded)])
+    return [np.append(position[a:b], -1).astype(dtype)[codes]  # -1 (missing) stays -1
+            for (codes, _), a, b in zip(coded, bounds[:-1], bounds[1:], strict=True)], names
+
+
+@dataclass(frozen=True)
+class _Instances:
+    """The operator instance of each question (TRACE-Bench Sec. 3.5: one ``operator`` and
+    ``target``): per question of ``ids`` (unique) the code of its operator among
+    ``operators`` (sorted; a missing or empty one reads ``(none)``) and of its target
+    (codes of the ``n_targets`` sorted targets; missing reads as empty)."""
+
+    ids: pd.Index
+    operator: np.ndarray
+    target: np.ndarray
+    operators: pd.Index
+    n_targets: int
+
+    @classmethod
+    def of(cls, questions: pd.DataFrame) -> _Instances:
+        q = questions.set_index("question_id")[["operator", "target"]].fillna("")
+        if not q.index.is_unique:
+            raise ValueError("operator_scores: question ids are not unique")
+        q["operator"] = q["operator"].replace("", "(none)")
+        op_codes, op_names = pd.factorize(q["operator"], sort=True)
+        target_codes, targets = pd.factorize(q["target"], sort=True)
+        return cls(q.index, op_codes.astype(np.int32), target_codes.astype(np.int32),
+                   pd.Index(op_names), max(len(targets), 1))
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One scorer's operator scores as codes: per (output, operator), sorted, the codes of
+    the output and of the operator (among the instances' operators) and the score; per
+    output (the case score, operator ``all``), sorted, likewise."""
+
+    output: np.ndarray
+    operator: np.ndarray
+    score: np.ndarray
+    case_output: np.ndarray
+    case_score: np.ndarray
+
+
+def _scorer_scores(output: np.ndarray, n_outputs: int, question: np.ndarray,
+                   passed: np.ndarray, instances: _Instances) -> _Scored | None:
+    """The operator scores of one scorer's decisions; None without any. Per row:
+    ``output``, the code of its output id (codes 0..n_outputs-1 of the sorted ids; -1
+    missing), ``question``, the position of its question in ``instances`` (-1: not
+    there), and ``passed`` in {1.0, 0.0}.
+
+    The same floats as the means of ``groupby([output_id, operator, target])`` of the
     decisions joined to their questions and of its levels, in the same order, grouped on
-    integer codes instead of strings (:func:`group_means`). Decisions on a question not in
+    integer codes instead of strings (:func:`group_means`). A decision on an unknown
+    question, or without an output, is left out (as that groupby drops it)."""
+    keep = (question >= 0) & (output >= 0)
+    if not keep.any():
+        return None
+    question, output, values = question[keep], output[keep], passed[keep]
+    del keep
+    operator = instances.operator[question]
+    key = _lexicographic_key([output, operator, instances.target[question]],
+                             [n_outputs, len(instances.operators), instances.n_targets])
+    del question
+    order = np.argsort(key, kind="stable")
+    start, run = _runs(key[order])
+    del key
+    instance = np.empty(len(order), dtype=np.intp)
+    instance[order] = run
+    first = order[start]  # each instance's first row, instances in sorted order
+    del order, run, start
+    means = group_means(values, instance, len(first))
+    del instance, values
+    output, operator = output[first], operator[first]  # per instance
+    # the instances' means per (output, operator), then per output (sorted: the instances
+    # are)
+    begin, group = _runs(_lexicographic_key([output, operator],
+                                            [n_outputs, len(instances.operators)]))
+    scores = group_means(means, group, len(begin))
+    case_begin, case_group = _runs(output)
+    return _Scored(output[begin], operator[begin], scores, output[case_begin],
+                   group_means(means, case_group, len(case_begin)))
+
+
+@dataclass(frozen=True)
+class _Coded:
+    """Operator scores of several scorers as integer codes, one row each: ``who`` codes
+    among ``whos``, ``output`` among ``outputs``, ``operator`` among ``operators`` (sorted
+    values, operator ``all`` included), and ``score``."""
+
+    who: np.ndarray
+    output: np.ndarray
+    operator: np.ndarray
+    score: np.ndarray
+    whos: pd.Index
+    outputs: pd.Index
+    operators: pd.Index
+
+    @classmethod
+    def of(cls, whos: list[object], parts: list[_Scored], outputs: pd.Index,
+           operators: pd.Index) -> _Coded:
+        """The rows of ``parts`` (the scores of ``whos``, in sorted order; output codes
+        among ``outputs``, operator codes among ``operators``): every scorer's
+        per-operator rows, then every scorer's case rows (the order of
+        ``pd.concat([per_operator, case])`` of one groupby over all scorers)."""
+        (operator_map, (case_code,)), names = _sorted_codes(operators, pd.Index([ALL]))
+        sizes = [len(p.score) for p in parts] + [len(p.case_score) for p in parts]
+        positions = np.arange(len(parts), dtype=np.int32)
+        return cls(
+            who=np.repeat(np.concatenate([positions, positions]), sizes),
+            output=np.concatenate([p.output for p in parts] + [p.case_output for p in parts]),
+            operator=np.concatenate(
+                [operator_map[p.operator] for p in parts]
+                + [np.full(len(p.case_score), case_code, dtype=operator_map.dtype)
+                   for p in parts]),
+            score=np.concatenate([p.score for p in parts] + [p.case_score for p in parts]),
+            whos=pd.Index(whos), outputs=outputs, operators=names)
+
+    def frame(self, who: str, *, categorical: bool) -> pd.DataFrame:
+        """who, output_id, operator, score: categoricals, or the values themselves."""
+        def column(codes: np.ndarray, values: pd.Index) -> object:
+            return (pd.Categorical.from_codes(codes, categories=values) if categorical
+                    else values.take(codes))
+
+        return pd.DataFrame({who: column(self.who, self.whos),
+                             "output_id": column(self.output, self.outputs),
+                             "operator": column(self.operator, self.operators),
+                             "score": self.score})
+
+
+def _scores(passed: pd.DataFrame, instances: _Instances, who: str,
+            names: list[object] | None = None,
+            rows: np.ndarray | None = None) -> _Coded | None:
+    """The operator scores of every ``who`` of ``passed`` (or of ``names`` only) from the
+    rows where ``rows`` is true (default: all); None without any. The output and question
+    ids of all rows are coded once (int32), then the scorers scored one at a time on
+    their rows' codes (:func:`_scorer_scores`): no group spans two scorers, and a study's
+    4.8M judge decisions (issue #18) are never copied whole, as strings (pyarrow takes
+    rows of a chunked column by first joining its chunks) or as 8-byte codes."""
+    values = passed["passed"].to_numpy(dtype=float)
+    (output,), outputs = _sorted_codes(passed["output_id"])
+    (question,), ids = _sorted_codes(passed["question_id"])
+    question = np.append(positions(ids, instances.ids), -1).astype(np.int32)[question]
+    if names is None:
+        names = list(_sorted_codes(pd.Index(pd.unique(passed[who])))[1])
+    whos, parts = [], []
+    for name in names:
+        mine = np.asarray(passed[who] == name)
+        mine = mine if rows is None else mine & rows
+        part = _scorer_scores(output[mine], len(outputs), question[mine], values[mine],
+                              instances)
+        if part is not None:
+            whos.append(name)
+            parts.append(part)
+    return _Coded.of(whos, parts, outputs, instances.operators) if parts else None
+
+
+def operator_scores(passed: pd.DataFrame, questions: pd.DataFrame, who: str) -> pd.DataFrame:
+    """Per (who, output, operator) the TRACE operator score, plus operator ``all``: the
+    frame of a groupby by who, output_id and operator, sorted, then of one by who and
+    output_id (:func:`_scorer_scores`, once per who). Decisions on a question not in
     ``questions``, or without a ``who`` or output, are left out (as that groupby drops
     them)."""
     columns = [who, "output_id", "operator", "score"]
     if passed.empty:
         return pd.DataFrame(columns=columns)
-    q = questions.set_index("question_id")[["operator", "target"]].fillna("")
-    if not q.index.is_unique:
-        raise ValueError("operator_scores: question ids are not unique")
-    q["operator"] = q["operator"].replace("", "(none)")
-    op_codes, op_names = pd.factorize(q["operator"], sort=True)
-    target_codes, _ = pd.factorize(q["target"], sort=True)
-    q_codes, q_ids = pd.factorize(passed["question_id"])
-    position = q.index.get_indexer(q_ids)  # per distinct question id; -1: unknown
-    row_q = np.where(q_codes >= 0, position[q_codes], -1)
-    who_codes, who_names = pd.factorize(passed[who], sort=True)
-    out_codes, out_names = pd.factorize(passed["output_id"], sort=True)
-    keep = (row_q >= 0) & (who_codes >= 0) & (out_codes >= 0)
-    if not keep.any():
-        return pd.DataFrame(columns=columns)
-    row_q = row_q[keep]
-    row_who, row_out = who_codes[keep], out_codes[keep]
-    row_op, row_target = op_codes[row_q], target_codes[row_q]
-    values = passed["passed"].to_numpy(dtype=float)[keep]
-    by_case, by_operator, by_instance = _lexicographic_keys(
-        [row_who, row_out, row_op, row_target],
-        [len(who_names), len(out_names), len(op_names), int(target_codes.max()) + 1])[1:]
-    order = np.argsort(by_instance, kind="stable")
-    start, run = _runs(by_instance[order])
-    instance = np.empty(len(order), dtype=np.intp)
-    instance[order] = run
-    first = order[start]  # each instance's first row, instances in sorted order
-    means = group_means(values, instance, len(first))
-
-    def level(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(a row of each group, the mean of its instances' means)."""
-        begin, group = _runs(keys[first])  # sorted: the instances are
-        return first[begin], group_means(means, group, len(begin))
-
-    rows, scores = level(by_operator)
-    per_operator = pd.DataFrame({who: who_names.take(row_who[rows]),
-                                 "output_id": out_names.take(row_out[rows]),
-                                 "operator": op_names.take(row_op[rows]), "score": scores})
-    rows, scores = level(by_case)
-    case = pd.DataFrame({who: who_names.take(row_who[rows]),
-                         "output_id": out_names.take(row_out[rows]), "score": scores})
-    case["operator"] = ALL
-    return pd.concat([per_operator, case[columns]], ignore_index=True)
+    scores = _scores(passed, _Instances.of(questions), who)
+    return pd.DataFrame(columns=columns) if scores is None else scores.frame(
+        who, categorical=False)
 
 
 @dataclass(frozen=True)
@@ -167,7 +304,11 @@ class OperatorScores:
     ``trace_table.csv`` and ``trace_generators.csv`` (:func:`study_operator_scores`).
 
     ``humans``: annotator, output_id, operator, score; ``judges``: judge, output_id,
-    operator, score for every judge and the mean ensemble (:data:`ENSEMBLE`)."""
+    operator, score for every judge and the mean ensemble (:data:`ENSEMBLE`), its three
+    first columns categorical (sorted categories): it stays in memory while the report
+    builds the tables between the first and the last of the three (issue #18), and as
+    strings the 2.5M rows of a 100,000-output study take four times the room (135 MiB,
+    not 35)."""
 
     humans: pd.DataFrame
     judges: pd.DataFrame
@@ -178,40 +319,55 @@ class OperatorScores:
         return self.humans.groupby(["output_id", "operator"]).score.mean()
 
 
+def _with_ensemble(scores: _Coded, vlm: list[str]) -> _Coded:
+    """``scores`` and the mean ensemble's rows after them: per (output, operator), sorted,
+    the mean of the VLM judges' scores where at least two scored it ("The ensemble
+    averages the four VLM judges", TRACE-Bench Table 7)."""
+    mine = np.flatnonzero(scores.whos.isin(vlm)[scores.who])
+    if len(vlm) < 2 or not len(mine):
+        return scores
+    n_ops = len(scores.operators)
+    key = scores.output[mine].astype(np.int64) * n_ops + scores.operator[mine]
+    grouped = pd.Series(scores.score[mine]).groupby(key).agg(["mean", "size"])
+    grouped = grouped[grouped["size"] >= 2]
+    key = grouped.index.to_numpy()
+    (who_map, (ensemble,)), whos = _sorted_codes(scores.whos, pd.Index([ENSEMBLE]))
+    return _Coded(
+        who=np.concatenate([who_map[scores.who], np.full(len(key), ensemble)]).astype(np.int32),
+        output=np.concatenate([scores.output, key // n_ops]).astype(np.int32),
+        operator=np.concatenate([scores.operator, key % n_ops]).astype(np.int32),
+        score=np.concatenate([scores.score, grouped["mean"].to_numpy()]),
+        whos=whos, outputs=scores.outputs, operators=scores.operators)
+
+
 def study_operator_scores(study: StudyData, decided: StudyDecisions | None = None, *,
                           unanswered: Unanswered = "omit") -> OperatorScores:
     """Per-annotator and per-judge operator scores (the mean ensemble included) by output
-    and operator, from the gated decisions (``decided``, or scored here)."""
+    and operator, from the gated decisions (``decided``, or scored here), one scorer at
+    a time on integer codes of the columns of ``decided`` (whatever their dtype), which
+    are neither copied nor filtered (:func:`_scores`; issue #18's 100,000-output study
+    has 4.8M judge decisions)."""
     d = decided or study_decisions(study, unanswered)
+    instances = _Instances.of(study.questions)
     human = d.human[["annotator", "output_id", "question_id", "passed"]]
-    humans = operator_scores(human[human.passed.notna()], study.questions, "annotator")
+    coded = _scores(human, instances, "annotator", rows=human.passed.notna().to_numpy())
+    humans = coded.frame("annotator", categorical=False) if coded is not None else (
+        pd.DataFrame(columns=["annotator", "output_id", "operator", "score"]))
     judged = d.judges[["judge", "output_id", "question_id", "passed"]]
-    judges = operator_scores(judged[(judged.judge != MAJORITY_ENSEMBLE)
-                                    & judged.passed.notna()], study.questions, "judge")
+    names = [n for n in _sorted_codes(pd.Index(pd.unique(judged.judge)))[1]
+             if n != MAJORITY_ENSEMBLE]
+    scores = _scores(judged, instances, "judge", names, judged.passed.notna().to_numpy())
+    if scores is None:
+        return OperatorScores(humans, pd.DataFrame(
+            columns=["judge", "output_id", "operator", "score"]))
     vlm = [str(n) for n, k in zip(study.judges.name, study.judges.kind, strict=True)
            if k == "vlm"]
-    mine = judges[judges.judge.isin(vlm)]
-    if len(vlm) >= 2 and not mine.empty:
-        grouped = mine.groupby(["output_id", "operator"]).score.agg(["mean", "size"])
-        grouped = grouped[grouped["size"] >= 2].reset_index()
-        ensemble = pd.DataFrame({"judge": ENSEMBLE, "output_id": grouped.output_id,
-                                 "operator": grouped.operator, "score": grouped["mean"]})
-        judges = pd.concat([judges, ensemble], ignore_index=True)
-    return OperatorScores(humans, judges)
+    return OperatorScores(humans, _with_ensemble(scores, vlm).frame("judge", categorical=True))
 
 
-def _judge_order(names: pd.Series) -> list[str]:
-    return sorted({str(n) for n in pd.unique(names)}, key=lambda j: (j == ENSEMBLE, j))
-
-
-def _sorted_codes(*columns: pd.Series | pd.Index) -> tuple[list[np.ndarray], pd.Index]:
-    """Integer codes of the values of ``columns`` (one code space, the sorted distinct
-    values; -1 missing) and those values: codes compare and match as the values do, so
-    index operations on them (intersection, order) give what they give on the values."""
-    values = pd.Index(columns[0]).append([pd.Index(c) for c in columns[1:]])
-    codes, names = pd.factorize(values, sort=True)
-    bounds = np.cumsum([0, *(len(c) for c in columns)])
-    return [codes[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)], names
+def _judge_order(names: Iterable[object]) -> list[str]:
+    """The distinct judges of ``names`` sorted by name, the mean ensemble last."""
+    return sorted({str(n) for n in names}, key=lambda j: (j == ENSEMBLE, j))
 
 
 def _groups(keys: list[np.ndarray], sizes: list[int]) -> list[np.ndarray]:
@@ -219,10 +375,38 @@ def _groups(keys: list[np.ndarray], sizes: list[int]) -> list[np.ndarray]:
     ``keys`` (codes of sorted values, -1 missing: left out, as groupby drops them), groups
     in its order and rows in frame order."""
     rows = np.flatnonzero(np.logical_and.reduce([k >= 0 for k in keys]))
-    key = _lexicographic_keys([k[rows] for k in keys], sizes)[-1]
+    key = _lexicographic_key([k[rows] for k in keys], sizes)
     order = np.argsort(key, kind="stable")
     start, _ = _runs(key[order])
     return np.split(rows[order], start[1:]) if len(rows) else []
+
+
+def _on_outputs(judges: pd.DataFrame, outputs: pd.Index) -> pd.DataFrame:
+    """The rows of ``judges`` on one of ``outputs``, in order: the only rows a comparison
+    with the humans' scores reads (the judges of issue #18's study score 100,000 outputs,
+    its annotators 600)."""
+    codes, values = _distinct(judges.output_id)
+    return judges.iloc[np.flatnonzero(np.append(isin(values, outputs), False)[codes])]
+
+
+def _present(column: pd.Series) -> pd.Index:
+    """The distinct values of ``column`` (missing left out), found on its codes (a
+    categorical's, sorted as small ints: ``pd.unique`` hashes them in 8-byte ints)."""
+    codes, values = _distinct(column)
+    present = np.unique(codes)
+    return values.take(present[present >= 0])
+
+
+def _pairs(judges: pd.DataFrame) -> list[tuple[object, object]]:
+    """The (judge, operator) pairs of ``judges``, sorted (missing values left out): the
+    groups of a groupby by the two, found one judge at a time on integer codes."""
+    judge, judge_names = _distinct(judges.judge)
+    operator, operator_names = _distinct(judges.operator)
+    pairs = []
+    for code, name in enumerate(judge_names):
+        present = np.unique(operator[judge == code])
+        pairs += [(name, operator_names[k]) for k in present[present >= 0]]
+    return sorted(pairs)
 
 
 def operators_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
@@ -232,26 +416,30 @@ def operators_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     """``operators.csv``: per judge and operator (see the module docstring). ``scores``:
     the study's :func:`study_operator_scores`, computed here when not given."""
     shared = scores or study_operator_scores(study, decided, unanswered=unanswered)
-    judges, human_mean = shared.judges, shared.human_mean
+    human_mean = shared.human_mean
+    human_outputs = human_mean.index.get_level_values("output_id")
+    judges = _on_outputs(shared.judges, human_outputs)
     # output ids as sorted integer codes: aligning on them is aligning on the ids
-    (judge_items, human_items), items = _sorted_codes(
-        judges.output_id, human_mean.index.get_level_values("output_id"))
+    (judge_items, human_items), items = _sorted_codes(judges.output_id, human_outputs)
     human_ops = human_mean.index.get_level_values("operator")
     human_values = human_mean.to_numpy()
     refs = {}  # per operator: the human mean by output code, in human_mean's order
     for op in pd.unique(human_ops):
         mask = np.asarray(human_ops == op)
         refs[op] = pd.Series(human_values[mask], index=pd.Index(human_items[mask]))
-    judge_codes, judge_names = pd.factorize(judges.judge, sort=True)
-    op_codes, op_names = pd.factorize(judges.operator, sort=True)
+    (judge_codes,), judge_names = _sorted_codes(judges.judge)
+    (op_codes,), op_names = _sorted_codes(judges.operator)
     values = judges.score.to_numpy()
+    groups = {(judge_names[judge_codes[g[0]]], op_names[op_codes[g[0]]]): g
+              for g in _groups([judge_codes, op_codes], [len(judge_names), len(op_names)])}
     rows = []
-    for group in _groups([judge_codes, op_codes], [len(judge_names), len(op_names)]):
-        judge, operator = judge_names[judge_codes[group[0]]], op_names[op_codes[group[0]]]
-        mine = pd.Series(values[group], index=pd.Index(judge_items[group]))
+    # every (judge, operator) of the scores, also one without an output the humans scored
+    for judge, operator in _pairs(shared.judges):
         ref = refs.get(operator)
         if ref is None:
             continue
+        group = groups.get((judge, operator), np.empty(0, dtype=np.intp))
+        mine = pd.Series(values[group], index=pd.Index(judge_items[group]))
         common = mine.index.intersection(ref.index)
         x, y = mine.loc[common].to_numpy(float), ref.loc[common].to_numpy(float)
         stats = correlations(x, y, items=items.take(common).to_numpy(), n_boot=n_boot,
@@ -301,12 +489,14 @@ def trace_table(study: StudyData, checklist: pd.DataFrame, *, n_boot: int = 1000
     not given.
     """
     shared = scores or study_operator_scores(study, decided, unanswered=unanswered)
-    humans, judges, human_mean = shared.humans, shared.judges, shared.human_mean
+    humans, human_mean = shared.humans, shared.human_mean
+    human_outputs = human_mean.index.get_level_values("output_id")
+    judge_order = _judge_order(_present(shared.judges.judge))
+    judges = _on_outputs(shared.judges, human_outputs)
     rows: list[dict[str, object]] = []
     # (output, operator) pairs as one sorted integer code: aligning on it is aligning on
     # the pairs
-    (judge_out, human_out), outputs = _sorted_codes(
-        judges.output_id, human_mean.index.get_level_values("output_id"))
+    (judge_out, human_out), outputs = _sorted_codes(judges.output_id, human_outputs)
     (judge_op, human_op), operators = _sorted_codes(
         judges.operator, human_mean.index.get_level_values("operator"))
     n_ops = max(len(operators), 1)
@@ -315,7 +505,7 @@ def trace_table(study: StudyData, checklist: pd.DataFrame, *, n_boot: int = 1000
                           index=pd.Index(human_out.astype(np.int64) * n_ops + human_op))
     values = judges.score.to_numpy()
     is_case = np.asarray(judges.operator == ALL)
-    for judge in _judge_order(judges.judge):
+    for judge in judge_order:
         mine = np.flatnonzero(np.asarray(judges.judge == judge))
         for unit, part in zip(UNITS, (mine[~is_case[mine]], mine[is_case[mine]]),
                               strict=True):
@@ -378,6 +568,71 @@ def _slots(formula: pd.Series) -> pd.Series:
     return pd.Series(slots[codes], index=formula.index)
 
 
+def compensated_means(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group id 0..n_groups-1 (each present) the mean of its ``values``, summed in row
+    order with Kahan compensation: pandas' compiled groupby mean. pandas 3.1 computes it
+    only when the group ids are not sorted (on sorted ids it adds with
+    ``np.add.reduceat``, without compensation), so one row of a group of its own leads:
+    ``trace_generators.csv`` averaged the rows of all scorers at once, whose ids are not
+    sorted, and one scorer's rows (:func:`_generator_cells`) can be."""
+    lead = np.concatenate([[n_groups], groups])
+    return pd.Series(np.concatenate([[0.0], values])).groupby(lead).mean().to_numpy()[:n_groups]
+
+
+def _generator_cells(output: np.ndarray, column: np.ndarray, score: np.ndarray,
+                     generator: np.ndarray, slot: np.ndarray) -> pd.DataFrame | None:
+    """One scorer's cells of ``trace_generators.csv`` (see :func:`generator_table`) by
+    generator code: columns 0-3 (the operators of :data:`TABLE2_COLUMNS`) and 4 (Avg.),
+    then n_outputs and n_slots; None without any. Per row of the scorer's scores (in the
+    order of the scores): the ``output`` code, the ``column`` (-1: another operator) and
+    the ``score``; per output code its ``generator`` code (-1: none) and ``slot`` level.
+    The means of the table over the rows of all scorers, one scorer at a time: every
+    group is one scorer's, and the rows of a group come in the same order."""
+    keep = column >= 0
+    output, column, score = output[keep], column[keep], score[keep]
+    # Avg.: per output the mean of its operator scores, as rows after the scores
+    outputs, inverse = np.unique(output, return_inverse=True)
+    output = np.concatenate([output, outputs])
+    column = np.concatenate([column, np.full(len(outputs), len(TABLE2_COLUMNS))])
+    score = np.concatenate([score, compensated_means(score, inverse, len(outputs))])
+    keep = generator[output] >= 0
+    output, column, score = output[keep], column[keep], score[keep]
+    if not len(output):
+        return None
+    gen = generator[output]
+    slots, slot_codes = np.unique(slot[output], return_inverse=True)
+    # per (generator, column, slot level), sorted, the mean of its rows; then per
+    # (generator, column) the mean of its slot levels
+    n_columns = len(TABLE2_COLUMNS) + 1
+    per_slot, groups = np.unique((gen.astype(np.int64) * n_columns + column) * len(slots)
+                                 + slot_codes, return_inverse=True)
+    means = compensated_means(score, groups, len(per_slot))
+    cells = pd.Series(means).groupby(per_slot // len(slots)).mean()
+    table = pd.DataFrame({"generator": cells.index // n_columns,
+                          "column": cells.index % n_columns, "score": cells.to_numpy()}).pivot(
+        index="generator", columns="column", values="score").reindex(columns=range(n_columns))
+    averaged = column == len(TABLE2_COLUMNS)
+    counts = pd.DataFrame({"generator": gen[averaged], "output": output[averaged],
+                           "slot": slot_codes[averaged]}).groupby("generator").agg(
+        n_outputs=("output", "nunique"), n_slots=("slot", "nunique"))
+    return table.join(counts)
+
+
+def _scorer_cells(output_id: pd.Series | pd.Index, operator: pd.Series | pd.Index,
+                  score: np.ndarray, outputs: pd.Index, generator: np.ndarray,
+                  slot: np.ndarray) -> pd.DataFrame | None:
+    """:func:`_generator_cells` of one scorer's scores (``output_id``, ``operator``,
+    ``score``), ``generator`` (codes) and ``slot`` given per study output of
+    ``outputs``: sorted codes of the scorer's own output ids, so that the table's rows
+    come in the order of the ids."""
+    (output,), ids = _sorted_codes(output_id)
+    at = np.append(positions(ids, outputs), -1)  # -1: not a study output, or missing
+    (op,), ops = _sorted_codes(operator)
+    column = np.append(pd.Index(list(TABLE2_COLUMNS)).get_indexer(ops), -1)[op]
+    return _generator_cells(output, column, score, np.append(generator, -1)[at],
+                            np.append(slot, -1.0)[at])
+
+
 def generator_table(study: StudyData, *, unanswered: Unanswered = "omit",
                     decided: StudyDecisions | None = None,
                     scores: OperatorScores | None = None) -> pd.DataFrame:
@@ -395,37 +650,37 @@ def generator_table(study: StudyData, *, unanswered: Unanswered = "omit",
     of its four columns (GPT-Image-1.5: 0.8118 against 0.7835), so it is read as the mean
     over each case's own operators (a case without ``g`` does not count a ``g`` score).
     The paper's CLIP Sim column is not computed. ``scores``: the study's
-    :func:`study_operator_scores`, computed here when not given.
+    :func:`study_operator_scores`, computed here when not given. Every cell is one
+    scorer's, so the scorers are averaged one at a time on integer codes
+    (:func:`_generator_cells`; issue #18's peak memory).
     """
     shared = scores or study_operator_scores(study, decided, unanswered=unanswered)
-    judges = shared.judges
-    human = shared.human_mean.reset_index()
-    human.insert(0, "scorer", HUMAN_MEAN_SCORER)
-    frames = [judges.rename(columns={"judge": "scorer"}), human]
-    long = pd.concat([f for f in frames if not f.empty], ignore_index=True) if any(
-        not f.empty for f in frames) else pd.DataFrame(
-        columns=["scorer", "output_id", "operator", "score"])
-    long = long[long.operator.isin(list(TABLE2_COLUMNS))]
+    judges, human_mean = shared.judges, shared.human_mean
     columns = ["scorer", "generator", *TABLE2_COLUMNS.values(), TABLE2_AVG, "n_outputs",
                "n_slots"]
-    if long.empty:
-        return pd.DataFrame(columns=columns)
     outputs = study.outputs.set_index("output_id")
     formula = outputs["meta.formula"] if "meta.formula" in outputs else pd.Series(
         np.nan, index=outputs.index)
-    avg = long.groupby(["scorer", "output_id"]).score.mean().reset_index()
-    avg["operator"] = TABLE2_AVG
-    long = pd.concat([long, avg[long.columns]], ignore_index=True)
-    long["generator"] = long.output_id.map(outputs["generator"])
-    long["slot"] = long.output_id.map(_slots(formula)).fillna(-1.0)
-    per_slot = long.groupby(["scorer", "generator", "operator", "slot"]).score.mean()
-    cells = per_slot.groupby(level=[0, 1, 2]).mean().unstack("operator")
-    cells = cells.rename(columns=TABLE2_COLUMNS).reindex(
-        columns=[*TABLE2_COLUMNS.values(), TABLE2_AVG])
-    counts = long[long.operator == TABLE2_AVG].groupby(["scorer", "generator"]).agg(
-        n_outputs=("output_id", "nunique"), n_slots=("slot", "nunique"))
-    table = cells.join(counts).reset_index()
-    order = {s: i for i, s in enumerate([*_judge_order(judges.judge), HUMAN_MEAN_SCORER])}
-    table = table.sort_values(["scorer", "generator"], key=lambda c: c.map(order)
-                              if c.name == "scorer" else c, kind="stable")
-    return table.reindex(columns=columns).reset_index(drop=True)
+    (generator,), generators = _sorted_codes(outputs["generator"])
+    slot = _slots(formula).fillna(-1.0).to_numpy()
+    parts = {}
+    for judge in _judge_order(_present(judges.judge)):
+        mine = judges.iloc[np.flatnonzero(np.asarray(judges.judge == judge))]
+        parts[judge] = _scorer_cells(mine.output_id, mine.operator,
+                                     mine.score.to_numpy(dtype=float), outputs.index,
+                                     generator, slot)
+    human = human_mean.index
+    parts[HUMAN_MEAN_SCORER] = _scorer_cells(
+        human.get_level_values("output_id"), human.get_level_values("operator"),
+        human_mean.to_numpy(dtype=float), outputs.index, generator, slot)
+    frames = []
+    for scorer, cells in parts.items():
+        if cells is None:
+            continue
+        cells = cells.rename(columns=dict(enumerate([*TABLE2_COLUMNS.values(), TABLE2_AVG])))
+        cells.insert(0, "generator", generators.take(cells.index.to_numpy()))
+        cells.insert(0, "scorer", pd.Series(scorer, index=cells.index, dtype=str))
+        frames.append(cells)
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames).reindex(columns=columns).reset_index(drop=True)
