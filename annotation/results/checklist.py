@@ -67,7 +67,7 @@ from annotation.results.study import GroupBy, StudyData, group_values, output_gr
 from annotation.stats.clustered import clustered_mcnemar, coded_agreement, read_labels
 from annotation.stats.comparison import adjust_pvalues
 from annotation.stats.dawid_skene import DawidSkeneFit
-from annotation.stats.membership import positions
+from annotation.stats.membership import positions, take
 
 ENSEMBLE = "ensemble (majority of VLM judges)"
 HUMAN_LOO = "human (leave-one-out)"
@@ -532,7 +532,7 @@ def leniency_table(study: StudyData, *, by: GroupBy = None, unanswered: Unanswer
     # the majority's keys are unique (one row per decision): the rows of an inner join
     at = key_positions(d.judges.key, d.majority.index)
     rows_of = np.flatnonzero((at >= 0) & d.judges.answer.isin(("yes", "no")).to_numpy())
-    joined = d.judges[["judge", "output_id", "question_id", "answer"]].take(rows_of).assign(
+    joined = take(d.judges[["judge", "output_id", "question_id", "answer"]], rows_of).assign(
         human=d.majority.answer.to_numpy(dtype=object)[at[rows_of]])
     del at, rows_of
     # the --by groups: facet = the key(s), value = the group's value(s); an output is in as
