@@ -19,6 +19,8 @@ from annotation.results.checklist import (
     EXPECTED,
     HUMAN_MAJORITY,
     StudyDecisions,
+    _column_codes,
+    _positions_in,
     judge_rows,
     leniency_table,
     mcnemar_table,
@@ -173,3 +175,23 @@ def test_judge_rows_are_a_sorted_groupby(dtype):
     assert [r.tolist() for r in rows.values()] == [[1, 5], [0, 3]]
     assert list(judge_rows(judges)) == ["a", "b", "c"]
     assert judge_rows(judges.iloc[:0]) == {}
+
+
+def test_positions_in_is_a_lookup_of_the_last_occurrence():
+    among = np.array([5, -1, 9, 5, 2, 7])
+    codes = np.array([5, 2, 3, -1, 7, 9, 5])
+    last = {c: i for i, c in enumerate(among) if c >= 0}
+    assert _positions_in(codes, among).tolist() == [last.get(c, -1) for c in codes]
+    assert _positions_in(codes, among[:0]).tolist() == [-1] * len(codes)
+
+
+@pytest.mark.parametrize("dtype", ["str", object, "category"])
+def test_column_codes_code_equal_values_alike(dtype):
+    # two pyarrow chunks, as a column concatenated from chunks of rows
+    values = pd.concat([pd.Series(["b", "a", "c"]), pd.Series(["a", "d", "b"])],
+                       ignore_index=True).astype(dtype)
+    codes, uniques = _column_codes(values)
+    assert list(uniques[codes]) == list(values)
+    assert len(set(codes.tolist())) == len(uniques) == 4
+    codes, uniques = _column_codes(pd.Series(["a", None, "a"], dtype=dtype))
+    assert codes[1] == -1 and codes[0] == codes[2] >= 0

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from annotation.results.checklist import SEP, _output_of
 from annotation.stats import clustered
 from annotation.stats.clustered import cluster_counts, cluster_weights, clustered_agreement
-from annotation.stats.membership import isin
+from annotation.stats.membership import isin, positions, take
 
 VALUES = ["a", "b", None, "c", "é", "a"]
 
@@ -26,6 +27,28 @@ def test_isin_is_pandas_isin(candidates, dtype):
     expected = values.isin(list(candidates)).to_numpy()
     assert isin(values, candidates).tolist() == expected.tolist()
     assert isin(pd.Index(values), candidates).tolist() == expected.tolist()
+
+
+def test_isin_and_positions_on_text_in_several_chunks():
+    values = pd.concat([pd.Series(["a", "b", None]), pd.Series(["c", "a"])],
+                       ignore_index=True)
+    assert pa.array(values).num_chunks == 2
+    for candidates in (["a", None], ["c"], []):
+        assert isin(values, candidates).tolist() == values.isin(candidates).tolist()
+    index = pd.Index(["c", "a"])
+    assert positions(values, index).tolist() == index.get_indexer(values).tolist()
+
+
+@pytest.mark.parametrize("rows", [[4, 0, 3, 1], [0, 1, 2, 3, 4], [], [3, 3, 0], [2]])
+def test_take_is_dataframe_take_on_chunked_text(rows):
+    chunked = pd.concat([pd.Series(["x", "y", "z"]), pd.Series(["u", None])],
+                        ignore_index=True).set_axis([9, 8, 7, 6, 5])
+    assert pa.array(chunked).num_chunks == 2
+    frame = pd.DataFrame({"text": chunked, "n": [1, 2, 3, 4, 5],
+                          "objects": pd.Series(["p", "q", None, "r", "s"], dtype=object),
+                          "category": chunked.astype("category")}, index=[9, 8, 7, 6, 5])
+    at = np.array(rows, dtype=int)
+    pd.testing.assert_frame_equal(take(frame, at), frame.take(at))
 
 
 def test_isin_other_data_goes_to_pandas():

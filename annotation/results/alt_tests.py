@@ -42,7 +42,7 @@ from annotation.results.progress import JudgeProgress, each_judge
 from annotation.results.ratings import criterion_scale, own_scale
 from annotation.results.study import StudyData
 from annotation.stats.alt_test import alt_test, normalized_ranks
-from annotation.stats.membership import isin
+from annotation.stats.membership import isin, take
 
 __all__ = ["ANNOTATOR_COLUMNS", "CHECKLIST", "COLUMNS", "MIN_ANNOTATORS", "AltTests",
            "alt_test_annotators_table", "alt_test_table", "run_alt_tests"]
@@ -142,7 +142,7 @@ def _checklist_values(decisions: pd.DataFrame, rows: np.ndarray, items: pd.Serie
     contains " / "). Two answers of the judge on one of these items still raise in
     :func:`annotation.stats.alt_test.alt_test`; a store has one judgment per (judge,
     output, question) (its ``judgments_key`` index), so there are none elsewhere."""
-    mine = decisions.take(rows)
+    mine = take(decisions, rows)
     item = _item(mine)
     known = isin(item, items)
     return pd.Series(mine.answer[known].to_numpy(), index=pd.Index(item[known]))

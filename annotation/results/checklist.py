@@ -67,7 +67,7 @@ from annotation.results.study import GroupBy, StudyData, group_values, output_gr
 from annotation.stats.clustered import clustered_mcnemar, coded_agreement, read_labels
 from annotation.stats.comparison import adjust_pvalues
 from annotation.stats.dawid_skene import DawidSkeneFit
-from annotation.stats.membership import positions
+from annotation.stats.membership import positions, take
 
 ENSEMBLE = "ensemble (majority of VLM judges)"
 HUMAN_LOO = "human (leave-one-out)"
@@ -576,7 +576,7 @@ def leniency_table(study: StudyData, *, by: GroupBy = None, unanswered: Unanswer
     # the majority's keys are unique (one row per decision): the rows of an inner join
     at = key_positions(d.judges.key, d.majority.index)
     rows_of = np.flatnonzero((at >= 0) & d.judges.answer.isin(("yes", "no")).to_numpy())
-    joined = d.judges[["judge", "output_id", "question_id", "answer"]].take(rows_of).assign(
+    joined = take(d.judges[["judge", "output_id", "question_id", "answer"]], rows_of).assign(
         human=d.majority.answer.to_numpy(dtype=object)[at[rows_of]])
     del at, rows_of
     # the --by groups: facet = the key(s), value = the group's value(s); an output is in as
@@ -624,9 +624,10 @@ def _yes_codes(answers: pd.Series) -> np.ndarray:
     """Each answer as 1 (``yes``), 0 (``no``) or -1 (anything else, missing included): two
     answers are the same label exactly when their codes are equal and not -1 (no Python
     string per answer; a missing reference is never equal)."""
-    yes = (answers == "yes").to_numpy(dtype=bool, na_value=False)
-    no = (answers == "no").to_numpy(dtype=bool, na_value=False)
-    return np.where(yes, 1, np.where(no, 0, -1)).astype(np.int8)
+    codes = np.full(len(answers), -1, dtype=np.int8)  # int8 throughout: 1 byte an answer
+    codes[(answers == "no").to_numpy(dtype=bool, na_value=False)] = 0
+    codes[(answers == "yes").to_numpy(dtype=bool, na_value=False)] = 1
+    return codes
 
 
 MCNEMAR_COLUMNS = ["reference", "judge_a", "judge_b", "n_decisions", "accuracy_a",
@@ -636,18 +637,40 @@ MCNEMAR_COLUMNS = ["reference", "judge_a", "judge_b", "n_decisions", "accuracy_a
                    "p_bh", "p_by", "n_boot", "note"]
 
 
-#: the answer code of a key without an answer (see :func:`_answer_by_key`)
+#: the answer code of a decision without an answer
 _ABSENT = -2
 
 
-def _answer_by_key(codes: np.ndarray, answers: np.ndarray, n_keys: int) -> np.ndarray:
-    """Each key's answer code (:func:`_yes_codes`) from aligned ``codes`` and ``answers``,
-    :data:`_ABSENT` where none; one slot more, ``[-1]``, for a missing key (code -1), which
-    is never found. A key given twice keeps its last answer."""
-    by_key = np.full(n_keys + 1, _ABSENT, dtype=np.int8)
-    by_key[codes] = answers
-    by_key[-1] = _ABSENT
-    return by_key
+def _column_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """An integer code per row (-1: missing; equal values, equal codes) and the values
+    coded, as ``pd.factorize`` gives, without its 64-bit code per row: pyarrow's
+    dictionary indices (int32) for pyarrow text, a categorical column's own codes, else
+    ``pd.factorize``. (5.9 million decisions: 125 MB for ``pd.factorize``, 45 MB so.)"""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), pd.Index(column.cat.categories)
+    arr = _text(column) if len(column) else None
+    if arr is None:
+        codes, uniques = pd.factorize(column)
+        return codes, pd.Index(uniques)
+    encoded = pc.dictionary_encode(arr)  # no missing value (_text)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()  # one dictionary for every chunk
+    return (encoded.indices.to_numpy(zero_copy_only=False),
+            pd.Index(encoded.dictionary.to_pandas()))
+
+
+def _positions_in(codes: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """The position in ``among`` of each of ``codes`` (-1 where it is not there; the
+    missing code -1 is never found; a code twice in ``among``: its last), by a sort of
+    ``among`` rather than a hash table of every code."""
+    if not len(among):
+        return np.full(len(codes), -1, dtype=np.intp)
+    order = np.argsort(among, kind="stable")
+    ordered = among[order]
+    at = np.searchsorted(ordered, codes, side="right") - 1
+    found = (at >= 0) & (codes >= 0)
+    found[found] = ordered[at[found]] == codes[found]
+    return np.where(found, order[at], -1)
 
 
 def mcnemar_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
@@ -664,9 +687,10 @@ def mcnemar_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     output's decisions are correlated. ``p_bh``/``p_by``: Benjamini-Hochberg and
     Benjamini-Yekutieli adjustments of ``clustered_p`` over every row of the file.
 
-    Every decision key is hashed once into an integer code; each judge's and reference's
-    answers are then int8 codes by key, read by position in judge A's order (issue #18:
-    no copy of the 4.8 million decisions per judge, no merge on their string keys).
+    No copy of the 4.8 million decisions per judge and no merge on their string keys
+    (issue #18): answers and references are int8 codes per decision, in judge A's order;
+    a decision is found among judge B's by the integer of its (output, question) codes
+    (:func:`_column_codes`, :func:`_positions_in`), the human majority by its key.
     """
     from annotation.stats.agreement import mcnemar_exact
 
@@ -674,50 +698,54 @@ def mcnemar_table(study: StudyData, *, n_boot: int = 1000, seed: int = 0,
     keep = ((d.judges.judge != ENSEMBLE) & d.judges.answer.isin(("yes", "no"))).to_numpy()
     rows_of = judge_rows(d.judges.judge, keep)
     del keep
-    codes, keys = pd.factorize(d.judges.key)  # one hash of the key strings
-    small = np.int32 if len(keys) < 2**31 - 1 else np.int64
-    key_of = {j: codes[at_j].astype(small) for j, at_j in rows_of.items()}
-    del codes
-    majority = d.majority.answer
-    majority = majority[~majority.index.duplicated(keep="last")]
-    at = np.append(majority.index.get_indexer(keys), -1)  # [-1]: a missing key
-    majority_of = np.where(at >= 0, _yes_codes(majority)[at], _ABSENT).astype(np.int8)
+    # each reference as a truth code per decision of each judge (_ABSENT: no reference)
+    truths: dict[str, dict[str, np.ndarray]] = {}
+    if len(d.majority):
+        majority = d.majority.answer
+        majority = majority[~majority.index.duplicated(keep="last")]
+        truth = np.append(_yes_codes(majority), _ABSENT).astype(np.int8)
+        at = key_positions(d.judges.key, majority.index)  # -1: the last truth, _ABSENT
+        truths[HUMAN_MAJORITY] = {j: truth[at[rows]] for j, rows in rows_of.items()}
+        del at
+    # the expected answer: the question's pass answer (a question not in the study's list
+    # gives no reference; a missing pass answer is never right)
+    questions, question_ids = _column_codes(d.judges.question_id)
     passing = study.questions.drop_duplicates("question_id", keep="last").set_index(
         "question_id").pass_answer
     pass_codes = np.append(_yes_codes(passing), _ABSENT).astype(np.int8)
-    # per judge: key codes, answers, outputs (as integers, injective: the clustered tests
-    # factorize labels in order of appearance, so the same numbers as the output ids) and
-    # each reference as a truth code per decision (_ABSENT: no reference)
-    judged: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    truths: dict[str, dict[str, np.ndarray]] = {HUMAN_MAJORITY: {}, EXPECTED: {}}
-    for j, at_j in rows_of.items():
-        judged[j] = (key_of.pop(j), _yes_codes(d.judges.answer.take(at_j)),
-                     pd.factorize(d.judges.output_id.take(at_j))[0].astype(small))
-        truths[HUMAN_MAJORITY][j] = majority_of[judged[j][0]]
-        # the question's pass answer (a key names one question; a question not in the
-        # study's list gives no reference, a missing pass answer is never right)
-        asked, questions = pd.factorize(d.judges.question_id.take(at_j))
-        truths[EXPECTED][j] = pass_codes[np.append(positions(questions, passing.index),
-                                                   -1)[asked]]
-    if not len(d.majority):
-        del truths[HUMAN_MAJORITY]
-    if not any((e != _ABSENT).any() for e in truths[EXPECTED].values()):
-        del truths[EXPECTED]
-    n_keys = len(keys)
-    del rows_of, at, majority_of, keys
-    answer_of = {j: _answer_by_key(mine, answers, n_keys)
-                 for j, (mine, answers, _o) in judged.items()}
+    truth = pass_codes[np.append(positions(question_ids, passing.index), -1)]
+    expected = {j: truth[questions[rows]] for j, rows in rows_of.items()}
+    if any((e != _ABSENT).any() for e in expected.values()):
+        truths[EXPECTED] = expected
+    # a decision is its (output, question): one integer of the two codes; outputs as codes
+    # are the clusters (injective: the clustered tests factorize labels in order of
+    # appearance, so the same numbers as the output ids)
+    outputs, _output_ids = _column_codes(d.judges.output_id)
+    answers = _yes_codes(d.judges.answer)
+    judged: dict[str, tuple[np.ndarray, np.ndarray]] = {
+        j: (answers[rows], outputs[rows]) for j, rows in rows_of.items()}
+    decision = {j: np.where((outputs[rows] >= 0) & (questions[rows] >= 0),
+                            outputs[rows].astype(np.int64) * len(question_ids)
+                            + questions[rows], -1)
+                for j, rows in rows_of.items()}
+    del questions, outputs, answers, rows_of
+    # judge B's answer on each of judge A's decisions (_ABSENT: B did not decide it)
+    answer_b: dict[tuple[str, str], np.ndarray] = {}
+    for a, b in itertools.combinations(judged, 2):
+        at = _positions_in(decision[a], decision[b])
+        answer_b[a, b] = np.where(at >= 0, judged[b][0][at], _ABSENT).astype(np.int8)
+    del decision
     rows = []
     for reference, truth_of in truths.items():
         for a, b in itertools.combinations(judged, 2):
-            codes_a, answers_a, outputs_a = judged[a]
-            answer_b, truth = answer_of[b][codes_a], truth_of[a]
-            both = (answer_b != _ABSENT) & (truth != _ABSENT)
+            (answers_a, outputs_a), answers_b = judged[a], answer_b[a, b]
+            truth = truth_of[a]
+            both = (answers_b != _ABSENT) & (truth != _ABSENT)
             if not both.any():
                 continue
             truth = truth[both]
             right_a = answers_a[both] == truth
-            right_b = answer_b[both] == truth
+            right_b = answers_b[both] == truth
             exact = mcnemar_exact(right_a, right_b)
             clustered = clustered_mcnemar(right_a, right_b, outputs_a[both],
                                           n_boot=n_boot, seed=seed).iloc[0]

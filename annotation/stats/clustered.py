@@ -210,6 +210,16 @@ def _codes(clusters: Any, n: int) -> tuple[np.ndarray, int]:
     return codes, len(uniques)
 
 
+def _dense(codes: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The cluster codes (0..k-1, in order of first appearance) of the kept decisions,
+    renumbered 0..m-1 in the same order. With every decision kept they are so already
+    (no sort of a million codes at 100,000 outputs)."""
+    if keep.all():
+        return codes
+    kept = codes[keep]
+    return np.unique(kept, return_inverse=True)[1].reshape(-1) if len(kept) else kept
+
+
 def clustered_agreement(judge: Any, reference: Any, clusters: Any = None, *,
                         n_boot: int = 1000, seed: int | None = 0, conf: float = 0.95,
                         positive: str = "yes") -> pd.DataFrame:
@@ -253,8 +263,7 @@ def coded_agreement(judge_yes: np.ndarray, reference_yes: np.ndarray, decided: n
     pos = positive
     keep = np.asarray(decided, dtype=bool)
     jy, ry = np.asarray(judge_yes, dtype=bool)[keep], np.asarray(reference_yes, dtype=bool)[keep]
-    kept = codes[keep]
-    kept = np.unique(kept, return_inverse=True)[1].reshape(-1) if len(kept) else kept
+    kept = _dense(codes, keep)
     n_clusters = int(kept.max()) + 1 if len(kept) else 0
     cells = np.zeros((n_clusters, 4))
     for i, mask in enumerate((jy & ry, jy & ~ry, ~jy & ry, ~jy & ~ry)):
@@ -306,8 +315,7 @@ def clustered_mcnemar(right_a: Any, right_b: Any, clusters: Any = None, *, n_boo
     """
     xa, xb, keep = paired_flags(right_a, right_b)
     codes, _ = _codes(clusters, len(keep))
-    kept = codes[keep]
-    kept = np.unique(kept, return_inverse=True)[1].reshape(-1) if len(kept) else kept
+    kept = _dense(codes, keep)
     k = int(kept.max()) + 1 if len(kept) else 0
     per = np.zeros((k, 4))
     per[:, 0] = np.bincount(kept[xa], minlength=k)
