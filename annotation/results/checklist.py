@@ -94,7 +94,9 @@ class StudyDecisions:
     """The decisions of one study, computed once for every checklist table.
 
     ``human``: annotator, output_id, question_id, answer, ... (:func:`human_decisions`);
-    ``judges``: judge, output_id, ... for every judge and the VLM majority ensemble;
+    ``judges``: judge, output_id, question_id, answer, passed, gated, imputed, key for every
+    judge and the VLM majority ensemble (judge and answer as categoricals; the judge's own
+    answer beside the scored one is not kept);
     ``majority``: the human majority per decision; ``loo``: per (annotator, decision)
     the annotator's decided answer and the other annotators' majority (``others``).
     All keyed by ``key`` = output_id + SEP + question_id. ``dawid_skene``: the
