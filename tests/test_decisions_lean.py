@@ -15,7 +15,13 @@ import pandas.testing as pdt
 import pytest
 
 from annotation.results.checklist import ENSEMBLE, _ensemble, _keyed, _stacked
-from annotation.results.decisions import _positions, _sorted, decisions
+from annotation.results.decisions import _sorted, decisions
+from annotation.stats.membership import positions
+
+
+def _positions(values, lookup):
+    """The lookup decisions() uses (membership.positions), in get_indexer's argument order."""
+    return positions(lookup, pd.Index(values))
 
 
 def _random_answers(seed: int, n_outputs: int = 40, n_questions: int = 6,

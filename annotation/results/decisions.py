@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
+
+from annotation.stats.membership import positions
 
 if TYPE_CHECKING:
     from annotation.results.study import StudyData
@@ -158,7 +158,9 @@ def _with_question(answers: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
     of the question's columns when ``q`` has one row per question, else by the merge."""
     if not q.question_id.is_unique:
         return answers.merge(q, on="question_id")
-    at = _positions(q.question_id, answers.question_id)
+    # looked up by Arrow in C: Index.get_indexer made a Python string per decision
+    # (4.8 million at 100,000 outputs, issue #18)
+    at = positions(answers.question_id, pd.Index(q.question_id))
     known = at >= 0
     out = answers[known].reset_index(drop=True) if not known.all() \
         else answers.reset_index(drop=True)
@@ -166,26 +168,6 @@ def _with_question(answers: pd.DataFrame, q: pd.DataFrame) -> pd.DataFrame:
     for column in q.columns.drop("question_id"):
         out[column] = q[column].take(at).reset_index(drop=True)
     return out
-
-
-def _positions(values: pd.Series, lookup: pd.Series) -> np.ndarray:
-    """``pd.Index(values).get_indexer(lookup)`` for unique ``values``: the position in
-    ``values`` of each element of ``lookup``, -1 where it is not there. Text columns
-    without a missing value are matched by Arrow in C (``index_in``); the index lookup
-    made a Python string of every element of ``lookup``: 4.8 million of them at 100,000
-    outputs, the largest rise of the judges' decisions (issue #18)."""
-    try:
-        haystack = pa.array(values, from_pandas=True)
-        needles = pa.array(lookup, from_pandas=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        haystack = needles = None
-    if (haystack is None or needles is None or haystack.null_count or needles.null_count
-            or not all(pa.types.is_string(a.type) or pa.types.is_large_string(a.type)
-                       for a in (haystack, needles))):
-        return pd.Index(values).get_indexer(lookup)
-    found = pc.index_in(needles.cast(pa.large_string()),
-                        value_set=haystack.cast(pa.large_string()))
-    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.intp)
 
 
 def _mark_gated(given: pd.DataFrame, gated: pd.DataFrame, children: pd.Series,
