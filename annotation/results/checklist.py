@@ -298,9 +298,8 @@ class _Keys:
         codes = codes.astype(_code_type(self.n))
         bounds = np.cumsum([0, *map(len, arrays)])
         self.parts = [codes[a:b] for a, b in itertools.pairwise(bounds)]
-        # output ids: factorized per column (no Python string per row), then unified
-        local = [(c.astype(_code_type(len(u))), u) for c, u in
-                 (pd.factorize(outputs) for _, outputs in rows)]
+        # output ids: coded per column (no Python string, no 64-bit code per row), unified
+        local = [_column_codes(outputs) for _, outputs in rows]
         covered = np.zeros(self.n, dtype=bool)
         for part in self.parts[:len(rows)]:
             covered[part] = True
@@ -310,12 +309,9 @@ class _Keys:
         unified, self.output_names = pd.factorize(np.concatenate(names), sort=True)
         unified = unified.astype(_code_type(len(self.output_names)))
         self.output = np.full(self.n, -1, dtype=unified.dtype)
-        self.row_outputs = []
         start = 0
         for part, (local_codes, u) in zip(self.parts, local, strict=False):
-            mine = unified[start:start + len(u)][local_codes]
-            self.output[part] = mine
-            self.row_outputs.append(mine)
+            self.output[part] = unified[start:start + len(u)][local_codes]
             start += len(u)
         self.output[rest] = unified[start:]
 
@@ -346,7 +342,17 @@ class _Decisions:
     gated: np.ndarray
 
     def __getitem__(self, at: np.ndarray) -> _Decisions:
+        if at.dtype == bool and len(at) == len(self.keys) and at.all():
+            return self  # every decision (never written to): no copy of a million rows
         return _Decisions(self.keys[at], self.answers[at], self.outputs[at], self.gated[at])
+
+
+def _narrow(codes: np.ndarray) -> np.ndarray:
+    """Non-negative integer codes (and -1) as int32 where they fit: half the memory of a
+    million decisions' codes, the same numbers."""
+    if len(codes) and codes.max(initial=0) < 2**31 - 1 and codes.dtype.itemsize > 4:
+        return codes.astype(np.int32)
+    return codes
 
 
 def _unique_keys(codes: np.ndarray, what: str) -> None:
@@ -361,7 +367,7 @@ def _expected(judges: pd.DataFrame, codes: np.ndarray, questions: pd.DataFrame
     """The question's pass answer for every decision the judges made, indexed by the row of
     the decision's first judgment (None without any): the ``expected answer`` reference."""
     first = np.unique(codes, return_index=True)[1]
-    asked, ids = pd.factorize(judges.question_id.take(first))
+    asked, ids = pd.factorize(take(judges[["question_id"]], first).question_id)
     pass_answer = questions.drop_duplicates("question_id").set_index("question_id").pass_answer
     passing = pd.Series(pass_answer.reindex(ids).to_numpy(dtype=object)[asked], index=first,
                         dtype=object)
@@ -417,8 +423,7 @@ def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool
     if per_annotator:
         for annotator, mine in d.human.groupby("annotator", sort=True):
             references[f"annotator:{annotator}"] = mine.set_index("key").answer
-    judge_of, judge_names = pd.factorize(d.judges.judge, sort=True)
-    rows_of = {str(j): np.flatnonzero(judge_of == i) for i, j in enumerate(judge_names)}
+    rows_of = judge_rows(d.judges.judge)
     order = [*references, EXPECTED, *(f"judge:{j}" for j in rows_of if j != ENSEMBLE)]
     if dawid_skene and d.human.annotator.nunique() >= 2 and len(d.majority):
         references[DAWID_SKENE] = dawid_skene_labels(d.dawid_skene)
@@ -430,6 +435,7 @@ def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool
                   (d.human.key.to_numpy(dtype=object), d.human.output_id)],
                  [ref.index.to_numpy(dtype=object) for ref in references.values()])
     judge_codes, loo_codes, _human, *ref_codes = keys.parts
+    keys.parts = []  # each part freed once used (5.9 million codes for the judges)
     answers = _Answers.of(d.judges.answer)
     gated = d.judges.gated.fillna(False).astype(bool).to_numpy()
     present = d.judges.answer.notna().to_numpy()
@@ -437,21 +443,25 @@ def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool
     refs: dict[str, _Decisions] = {}
     for judge, at in rows_of.items():
         _unique_keys(judge_codes[at], f"judge {judge}")
-        by_judge[judge] = _Decisions(judge_codes[at], answers[at],
-                                     keys.output[judge_codes[at]], gated[at])
+        mine = judge_codes[at]
+        by_judge[judge] = _Decisions(_narrow(mine), answers[at], _narrow(keys.output[mine]),
+                                     gated[at])
         if judge != ENSEMBLE:
             refs[f"judge:{judge}"] = by_judge[judge][present[at]]
     for name, codes, ref in zip(names, ref_codes, references.values(), strict=True):
         _unique_keys(codes, name)
         refs[name] = _Decisions(codes, _Answers.of(ref.reset_index(drop=True)),
                                 keys.output[codes], np.zeros(len(codes), dtype=bool))
+    del rows_of
     expected = _expected(d.judges, judge_codes, study.questions)
     if expected is not None:
-        refs[EXPECTED] = _Decisions(judge_codes[expected.index], _Answers.of(expected),
-                                    keys.output[judge_codes[expected.index]],
+        mine = judge_codes[expected.index]
+        refs[EXPECTED] = _Decisions(_narrow(mine), _Answers.of(expected),
+                                    _narrow(keys.output[mine]),
                                     np.zeros(len(expected), dtype=bool))
+    del expected, judge_codes, answers, gated, present  # the rows of every judge: 80 MB
     refs = {name: refs[name] for name in order if name in refs}
-    loo = _Decisions(loo_codes, _Answers.of(d.loo.answer), keys.row_outputs[1],
+    loo = _Decisions(loo_codes, _Answers.of(d.loo.answer), keys.output[loo_codes],
                      np.zeros(len(loo_codes), dtype=bool))
     loo_others = _Answers.of(d.loo.others)
     ref_outputs = {name: keys.output_mask(ref.outputs) for name, ref in refs.items()}

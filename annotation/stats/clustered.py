@@ -86,6 +86,14 @@ _CACHE: OrderedDict[tuple[int, int, int], list[np.ndarray]] = OrderedDict()
 _CACHE_BYTES = 64 << 20
 
 
+def _narrowest(counts: np.ndarray) -> np.ndarray:
+    """Resample counts as uint8 (uint16 if needed; as they are beyond)."""
+    top = int(counts.max()) if counts.size else 0
+    kind = np.uint8 if top <= np.iinfo(np.uint8).max else (
+        np.uint16 if top <= np.iinfo(np.uint16).max else counts.dtype)
+    return counts.astype(kind)
+
+
 def cluster_weights(seed: int | None, n_clusters: int, n_boot: int) -> Iterator[np.ndarray]:
     """The blocks of :func:`cluster_counts` drawn from a fresh ``default_rng(seed)``: the
     same numbers, but drawn once per (seed, clusters, resamples) and reused.
@@ -102,17 +110,21 @@ def cluster_weights(seed: int | None, n_clusters: int, n_boot: int) -> Iterator[
     key = (int(seed), int(n_clusters), int(n_boot))
     blocks = _CACHE.get(key)
     if blocks is None and n_clusters * n_boot > _CACHE_BYTES:
-        # too many for the cache even as uint8 (100,000 outputs: 100 MB): drawn block by
-        # block, never all held at once (issue #18's peak memory); the same numbers
-        yield from cluster_counts(np.random.default_rng(seed), n_clusters, n_boot)
+        # too many for the cache even as uint8 (100,000 outputs: 100 MB): drawn a few blocks
+        # at a time, at most half the cache's size held (issue #18's peak memory); the same
+        # numbers. (Block by block, BLAS's threads spin between the products: ~1 s a call.)
+        group: list[np.ndarray] = []
+        for w in cluster_counts(np.random.default_rng(seed), n_clusters, n_boot):
+            group.append(_narrowest(w))
+            del w
+            if sum(b.nbytes for b in group) >= _CACHE_BYTES // 2:
+                yield from group
+                group = []
+        yield from group
         return
     if blocks is None:
-        blocks = []
-        for w in cluster_counts(np.random.default_rng(seed), n_clusters, n_boot):
-            top = int(w.max()) if w.size else 0
-            kind = np.uint8 if top <= np.iinfo(np.uint8).max else (
-                np.uint16 if top <= np.iinfo(np.uint16).max else w.dtype)
-            blocks.append(w.astype(kind))
+        blocks = [_narrowest(w)
+                  for w in cluster_counts(np.random.default_rng(seed), n_clusters, n_boot)]
         size = sum(b.nbytes for b in blocks)
         if size <= _CACHE_BYTES:
             while _CACHE and sum(b.nbytes for v in _CACHE.values() for b in v) + size > \
@@ -137,7 +149,6 @@ def cluster_bootstrap(cells: np.ndarray,
     boot: dict[str, list[np.ndarray]] = {s: [] for s in point}
     for w in cluster_weights(seed, n_clusters, n_boot):
         values = statistics(w @ cells)
-        del w  # one block alive at a time (33 MB at 100,000 outputs)
         for s in point:
             boot[s].append(values[s])
     intervals: dict[str, tuple[float, float]] = {}
@@ -344,7 +355,6 @@ def clustered_mcnemar(right_a: Any, right_b: Any, clusters: Any = None, *, n_boo
         for w in cluster_weights(seed, k, n_boot):
             t = w @ per
             parts.append(_ratio(t[:, 0] - t[:, 1], t[:, 2]))
-            del w  # one block alive at a time (33 MB at 100,000 outputs)
         boot = np.concatenate(parts)
         row["diff_lo"], row["diff_hi"] = percentile_interval(boot, conf, k)
         used = int(np.isfinite(boot).sum())
