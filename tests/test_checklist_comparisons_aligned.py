@@ -4,16 +4,11 @@ order) it replaced."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from annotation.results.checklist import (
-    ENSEMBLE,
-    EXPECTED,
-    HUMAN_MAJORITY,
     mcnemar_table,
     study_decisions,
 )
@@ -21,32 +16,22 @@ from annotation.results.study import load_study
 from annotation.stats.agreement import mcnemar_exact, paired_flags
 from annotation.stats.clustered import clustered_mcnemar
 from annotation.store import Store
+from tests.helpers.plain_pairs import plain_pairs
 
 
 def _plain_rows(study) -> list[dict[str, object]]:
-    d = study_decisions(study)
-    judges = d.judges[(d.judges.judge != ENSEMBLE) & d.judges.answer.isin(("yes", "no"))]
-    expected = judges.drop_duplicates("key").merge(
-        study.questions[["question_id", "pass_answer"]], on="question_id")
-    references = {HUMAN_MAJORITY: d.majority.answer,
-                  EXPECTED: expected.set_index("key").pass_answer}
-    by_judge = {str(j): g.set_index("key").answer for j, g in judges.groupby("judge")}
     rows = []
-    for reference, ref in references.items():
-        for a, b in itertools.combinations(sorted(by_judge), 2):
-            common = by_judge[a].index.intersection(by_judge[b].index).intersection(ref.index)
-            if not len(common):
-                continue
-            right_a = (by_judge[a][common] == ref[common]).to_numpy()
-            right_b = (by_judge[b][common] == ref[common]).to_numpy()
-            outputs = [k.split("\x1f", 1)[0] for k in common]
-            exact = mcnemar_exact(list(right_a), list(right_b))
-            clustered = clustered_mcnemar(list(right_a), list(right_b), outputs,
-                                          n_boot=200, seed=0).iloc[0]
-            rows.append({"reference": reference, "judge_a": a, "judge_b": b,
-                         "n_decisions": exact.n, "mcnemar_p": exact.p,
-                         "a_right_b_wrong": exact.b, "diff_lo": clustered.diff_lo,
-                         "diff_hi": clustered.diff_hi, "clustered_p": clustered.clustered_p})
+    for reference, a, b, common, right_a, right_b in plain_pairs(study_decisions(study), study):
+        if not len(common):
+            continue
+        outputs = [k.split("\x1f", 1)[0] for k in common]
+        exact = mcnemar_exact(list(right_a), list(right_b))
+        clustered = clustered_mcnemar(list(right_a), list(right_b), outputs,
+                                      n_boot=200, seed=0).iloc[0]
+        rows.append({"reference": reference, "judge_a": a, "judge_b": b,
+                     "n_decisions": exact.n, "mcnemar_p": exact.p,
+                     "a_right_b_wrong": exact.b, "diff_lo": clustered.diff_lo,
+                     "diff_hi": clustered.diff_hi, "clustered_p": clustered.clustered_p})
     return rows
 
 

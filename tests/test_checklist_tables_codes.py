@@ -7,7 +7,6 @@ whatever the dtype of the decisions' columns (text, or categorical)."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
 
 import numpy as np
 import pandas as pd
@@ -17,7 +16,6 @@ from annotation.results.alt_tests import run_alt_tests
 from annotation.results.checklist import (
     ENSEMBLE,
     EXPECTED,
-    HUMAN_MAJORITY,
     StudyDecisions,
     _column_codes,
     _positions_in,
@@ -28,6 +26,7 @@ from annotation.results.checklist import (
 )
 from annotation.results.study import StudyData
 from annotation.stats.agreement import mcnemar_exact
+from tests.helpers.plain_pairs import plain_pairs
 
 
 def _study(seed: int = 0) -> StudyData:
@@ -111,23 +110,13 @@ def test_leniency_counts_are_those_of_the_join_on_keys():
 
 def _plain_mcnemar(d: StudyDecisions, study: StudyData) -> pd.DataFrame:
     """checklist_comparisons.csv's counts by ``Index.intersection`` on the string keys."""
-    judges = d.judges[(d.judges.judge != ENSEMBLE) & d.judges.answer.isin(("yes", "no"))]
-    expected = judges.drop_duplicates("key").merge(
-        study.questions[["question_id", "pass_answer"]], on="question_id")
-    references = {HUMAN_MAJORITY: d.majority.answer,
-                  EXPECTED: expected.set_index("key").pass_answer}
-    by_judge = {str(j): g.set_index("key").answer for j, g in judges.groupby("judge")}
     rows = []
-    for reference, ref in references.items():
-        for a, b in itertools.combinations(sorted(by_judge), 2):
-            common = by_judge[a].index.intersection(by_judge[b].index).intersection(ref.index)
-            right_a = (by_judge[a][common] == ref[common]).to_numpy()
-            right_b = (by_judge[b][common] == ref[common]).to_numpy()
-            exact = mcnemar_exact(list(right_a), list(right_b))
-            rows.append({"reference": reference, "judge_a": a, "judge_b": b,
-                         "n_decisions": exact.n, "a_right_b_wrong": exact.b,
-                         "a_wrong_b_right": exact.c, "mcnemar_p": exact.p,
-                         "n_items": len({k.split("\x1f", 1)[0] for k in common})})
+    for reference, a, b, common, right_a, right_b in plain_pairs(d, study):
+        exact = mcnemar_exact(list(right_a), list(right_b))
+        rows.append({"reference": reference, "judge_a": a, "judge_b": b,
+                     "n_decisions": exact.n, "a_right_b_wrong": exact.b,
+                     "a_wrong_b_right": exact.c, "mcnemar_p": exact.p,
+                     "n_items": len({k.split("\x1f", 1)[0] for k in common})})
     return pd.DataFrame(rows)
 
 
