@@ -38,14 +38,18 @@ def reference_operator_scores(passed: pd.DataFrame, questions: pd.DataFrame,
                      ignore_index=True)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_operator_scores_are_the_string_groupby(seed):
-    rng = np.random.default_rng(seed)
-    n_q = 40
-    questions = pd.DataFrame({
+def _random_questions(rng: np.random.Generator, n_q: int = 40) -> pd.DataFrame:
+    """Questions with operators and targets, some missing or empty."""
+    return pd.DataFrame({
         "question_id": [f"q{i}" for i in range(n_q)],
         "operator": rng.choice(["f", "g", "⊕", "C", None, ""], n_q),
         "target": rng.choice(["t1", "t2", "t3", None], n_q)})
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_operator_scores_are_the_string_groupby(seed):
+    rng = np.random.default_rng(seed)
+    questions = _random_questions(rng)
     n = 600
     values = rng.choice([0.0, 1.0, 0.5, 1 / 3] if seed % 2 else [0.0, 1.0], n)
     passed = pd.DataFrame({
@@ -60,11 +64,7 @@ def test_operator_scores_are_the_string_groupby(seed):
 
 def _random_decisions(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     rng = np.random.default_rng(seed)
-    n_q = 40
-    questions = pd.DataFrame({
-        "question_id": [f"q{i}" for i in range(n_q)],
-        "operator": rng.choice(["f", "g", "⊕", "C", None, ""], n_q),
-        "target": rng.choice(["t1", "t2", "t3", None], n_q)})
+    questions = _random_questions(rng)
     n = 900
     passed = pd.DataFrame({
         "judge": rng.choice(["jb", "ja", "jc", MAJORITY_ENSEMBLE], n),
