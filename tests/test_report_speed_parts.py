@@ -96,6 +96,25 @@ def test_cluster_weights_too_many_for_the_cache_are_drawn_block_by_block(monkeyp
     pd.testing.assert_frame_equal(cached, streamed)
 
 
+@pytest.mark.parametrize("cache_bytes", [1000, 64 << 20])  # streamed, cached
+def test_cluster_bootstrap_of_narrow_integer_cells_does_not_wrap(monkeypatch, cache_bytes):
+    """The weights are uint8: a product with uint8 cells stayed uint8 and wrapped (300
+    clusters of one each summed to 44); the cells are made float64 first, so any integer
+    cells give what their float64 values give (found in review, issue #18)."""
+    monkeypatch.setattr(clustered, "_CACHE_BYTES", cache_bytes)
+    clustered._CACHE.clear()
+    cells = np.ones((300, 2), dtype=np.uint8)
+
+    def totals(counts: np.ndarray) -> dict[str, np.ndarray]:
+        return {"total": counts[:, 0] + counts[:, 1]}
+
+    args = dict(point={"total": 600.0}, n_boot=200, seed=5, conf=0.95)
+    narrow = clustered.cluster_bootstrap(cells, totals, **args)
+    clustered._CACHE.clear()
+    wide = clustered.cluster_bootstrap(cells.astype(np.float64), totals, **args)
+    assert narrow == wide == ({"total": (600.0, 600.0)}, 200)
+
+
 @pytest.mark.parametrize("labels", [np.array([7, 3, 7, -2, 3, 9]),
                                     np.array([7, 3, 7, 2, 3, 9], dtype=np.uint32)])
 def test_integer_clusters_get_the_codes_of_their_objects(labels):

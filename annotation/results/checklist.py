@@ -297,7 +297,10 @@ class _Keys:
         # 100,000 outputs (6 million decisions, issue #18); the same positions
         codes = codes.astype(_code_type(self.n))
         bounds = np.cumsum([0, *map(len, arrays)])
-        self.parts = [codes[a:b] for a, b in itertools.pairwise(bounds)]
+        # each part its own array (not a view of ``codes``): a part kept for the whole
+        # table (the references') would otherwise keep every judge's codes alive too
+        self.parts = [codes[a:b].copy() for a, b in itertools.pairwise(bounds)]
+        del codes
         # output ids: coded per column (no Python string, no 64-bit code per row), unified
         local = [_column_codes(outputs) for _, outputs in rows]
         covered = np.zeros(self.n, dtype=bool)

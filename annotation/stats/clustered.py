@@ -101,9 +101,10 @@ def cluster_weights(seed: int | None, n_clusters: int, n_boot: int) -> Iterator[
     A report resamples the same outputs for every judge and reference (Davison & Hinkley
     1997, sec. 3.8: one set of cluster resamples); drawing them again for each table costs
     ``n_boot x n_clusters`` random integers every time. Counts are small, so the blocks are
-    kept as uint8 (uint16 if needed); a product ``w @ cells`` casts them to float64 exactly
-    as it casts int64 counts, so every result is bit-for-bit the same. ``seed=None`` (fresh
-    entropy) is never cached."""
+    kept as uint8 (uint16 if needed); a product ``w @ cells`` with float64 cells casts them
+    to float64 exactly as it casts int64 counts, so every result is bit-for-bit the same
+    (with integer cells of a narrow type it would wrap: :func:`cluster_bootstrap` makes its
+    cells float64 first). ``seed=None`` (fresh entropy) is never cached."""
     if seed is None:
         yield from cluster_counts(np.random.default_rng(seed), n_clusters, n_boot)
         return
@@ -145,6 +146,7 @@ def cluster_bootstrap(cells: np.ndarray,
     (one row per cluster), ``statistics`` maps resampled count rows (B, ...) to each
     statistic's B values. Returns the intervals by name and the number of resamples in
     which every statistic with a finite estimate was defined (the smallest)."""
+    cells = np.asarray(cells, dtype=np.float64)  # the weights are uint8: no narrow product
     n_clusters = cells.shape[0]
     boot: dict[str, list[np.ndarray]] = {s: [] for s in point}
     for w in cluster_weights(seed, n_clusters, n_boot):
