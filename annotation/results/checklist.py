@@ -350,14 +350,6 @@ class _Decisions:
         return _Decisions(self.keys[at], self.answers[at], self.outputs[at], self.gated[at])
 
 
-def _narrow(codes: np.ndarray) -> np.ndarray:
-    """Non-negative integer codes (and -1) as int32 where they fit: half the memory of a
-    million decisions' codes, the same numbers."""
-    if len(codes) and codes.max(initial=0) < 2**31 - 1 and codes.dtype.itemsize > 4:
-        return codes.astype(np.int32)
-    return codes
-
-
 def _unique_keys(codes: np.ndarray, what: str) -> None:
     """Raise if a key code (a :class:`_Keys` code, -1 for a missing key) repeats: counted in
     one pass (``np.unique`` would sort the codes)."""
@@ -447,8 +439,7 @@ def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool
     for judge, at in rows_of.items():
         _unique_keys(judge_codes[at], f"judge {judge}")
         mine = judge_codes[at]
-        by_judge[judge] = _Decisions(_narrow(mine), answers[at], _narrow(keys.output[mine]),
-                                     gated[at])
+        by_judge[judge] = _Decisions(mine, answers[at], keys.output[mine], gated[at])
         if judge != ENSEMBLE:
             refs[f"judge:{judge}"] = by_judge[judge][present[at]]
     for name, codes, ref in zip(names, ref_codes, references.values(), strict=True):
@@ -459,8 +450,7 @@ def checklist_table(study: StudyData, *, by: GroupBy = None, per_annotator: bool
     expected = _expected(d.judges, judge_codes, study.questions)
     if expected is not None:
         mine = judge_codes[expected.index]
-        refs[EXPECTED] = _Decisions(_narrow(mine), _Answers.of(expected),
-                                    _narrow(keys.output[mine]),
+        refs[EXPECTED] = _Decisions(mine, _Answers.of(expected), keys.output[mine],
                                     np.zeros(len(expected), dtype=bool))
     del expected, judge_codes, answers, gated, present  # the rows of every judge: 80 MB
     refs = {name: refs[name] for name in order if name in refs}
