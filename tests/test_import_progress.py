@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from annotation.cli import main
 from annotation.formats import jsonl
@@ -120,8 +122,16 @@ LINES = [
     b'{"a": 1e999}\n',  # overflows to inf: parsed as json.loads does
     b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}\n",  # deep nesting
     b'{"long": "' + b"x" * 150_000 + b'"}\n',  # over CAREFUL_LENGTH
+    b'{"a": 123456789012345678901234567890}\n',  # an int over 64 bits (orjson: a float)
+    b'{"a": -9223372036854775809, "b": 18446744073709551615}\n',
+    b'{"a": ' + b"[" * 1010 + b"]" * 1010 + b"}\n",  # too deep for json, not for orjson
+    b'{"a": ' + b"[" * 600 + b"]" * 600 + b"}\n",  # deep, and json reads it
+    b'{"a": 0.30000000000000004441, "b": 5e-324, "c": -0.0, "d": 1E5}\n',
+    b'{"a": 1, "a": 2, "b": 3}\n',  # a repeated key: the last value, the first place
     b'{"a": 2}',  # the last line, without a newline
 ]
+#: lines no fast path may take: the careful reading refuses them or reads them otherwise
+CAREFUL_ONLY = {2, 3, 7, 8, 9, 12, 13, 14, 15, 16, 18, 19, 22}
 
 
 def _reference(raw: bytes):
@@ -131,21 +141,80 @@ def _reference(raw: bytes):
         return None
 
 
+def _exact(value) -> str:
+    """``value`` as text that tells 1 from 1.0 and keeps the keys' order (== does not)."""
+    return json.dumps(value)
+
+
+def _check_scan(lines: list[bytes]) -> set[int]:
+    """Scan ``lines`` and check every one against ``json.loads``; return the fast ones."""
+    seen = list(jsonl.scan_lines(io.BytesIO(b"".join(lines))))
+    assert [number for number, _, _ in seen] == list(range(1, len(lines) + 1))
+    for (number, obj, raw), line in zip(seen, lines, strict=True):
+        if obj is not None:
+            assert raw is None
+            expected = _reference(line)
+            assert isinstance(expected, dict), number
+            assert _exact(obj) == _exact(expected), number
+        else:
+            assert raw == line, number
+    return {number for number, obj, _ in seen if obj is not None}
+
+
 @pytest.mark.parametrize("block", [7, 64, 1 << 20])
 def test_fast_lines_parse_as_json_loads_and_the_rest_come_back_raw(block, monkeypatch):
     monkeypatch.setattr(jsonl, "BLOCK_BYTES", block)
-    data = b"".join(LINES)
-    seen = list(jsonl.scan_lines(io.BytesIO(data)))
-    assert [number for number, _, _ in seen] == list(range(1, len(LINES) + 1))
-    for (number, obj, raw), line in zip(seen, LINES, strict=True):
-        if obj is not None:
-            assert raw is None
-            assert line.endswith(b"}\n") or number == len(LINES)
-            assert obj == _reference(line), number
-        else:
-            assert raw == line, number
-    fast = {number for number, obj, _ in seen if obj is not None}
-    assert fast == {1, 11, 17, 20}
+    fast = _check_scan(LINES)
+    assert not fast & CAREFUL_ONLY
+    assert {1, 11, 17, 20, 21, 23, 24, 25, 26} <= fast
+
+
+def test_a_plain_block_is_read_at_once_and_a_doubtful_one_line_by_line():
+    plain = b"".join(json.dumps({"judge": "j", "output_id": f"o{k}", "answer": "yes",
+                                 "score": k / 7, "n": -k}).encode() + b"\n"
+                     for k in range(500))
+    assert jsonl.parse_block(plain) == [json.loads(line) for line in plain.splitlines()]
+    for doubt in (b'{"id": 12345678901234567890}\n',  # 20 digits: maybe over 64 bits
+                  b'{"a": ' + b"[" * 600 + b"]" * 600 + b"}\n",  # deep enough to count
+                  b'{"a": NaN}\n', b"\n", b"[1]\n", b'{"a": "\\udc00"}\n', b'{"a": 1}{}\n'):
+        assert jsonl.parse_block(plain + doubt) is None, doubt
+        assert _check_scan([*plain.splitlines(keepends=True), doubt])  # line by line: right
+
+
+_json_texts = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(10 ** 25), max_value=10 ** 25)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                max_size=3),
+    max_leaves=8).map(json.dumps)
+_noise = st.sampled_from([
+    "", " ", "\r", "NaN", "Infinity", "1e999", "-0", "00", "1.", "\\ud800", "\\udfff",
+    "\\ud83d\\ude00", "\\u0000", "\t", "\x0c", "}", "{", ",", '"', "é", "\ufeff",
+    "12345678901234567890", "0.1000000000000000055511151231257827", "[" * 30 + "]" * 30])
+
+
+@st.composite
+def _lines(draw) -> bytes:
+    """One line: a JSON object as ``json.dumps`` writes it, or one spoiled at a random
+    place by a piece of text that one parser or the other reads differently."""
+    text = "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in draw(st.lists(
+        st.tuples(st.text(max_size=4), _json_texts), max_size=4))) + "}"
+    if draw(st.booleans()):
+        at = draw(st.integers(min_value=0, max_value=len(text)))
+        text = text[:at] + draw(_noise) + text[at:]
+    return text.encode("utf-8", "surrogatepass") + b"\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_lines(), min_size=1, max_size=12), st.sampled_from([16, 80, 1 << 20]))
+def test_generated_lines_read_fast_are_read_as_json_loads_reads_them(lines, block):
+    """Differential test of both fast paths against ``json.loads`` (the reference)."""
+    old = jsonl.BLOCK_BYTES
+    jsonl.BLOCK_BYTES = block
+    try:
+        _check_scan(lines)
+    finally:
+        jsonl.BLOCK_BYTES = old
 
 
 def test_a_block_that_is_not_utf8_comes_back_raw_line_by_line():
@@ -232,3 +301,49 @@ def test_the_records_are_freed_before_the_collector_is_back_on(tmp_path, engine_
     assert summary.written["judgments"] == 1000
     assert [n - before for n in alive] == [0]
     assert gc.isenabled()
+
+
+# ------------------------------------------------------------------ questions read at once
+_field = st.one_of(st.none(), st.sampled_from(["", " ", "\t", "a\x00b", "yes", "no", "Yes",
+                                               "q1", " is it red? "]),
+                   st.text(max_size=6), st.integers(-3, 3), st.booleans(),
+                   st.lists(st.one_of(st.text(max_size=3), st.integers(0, 3)), max_size=3),
+                   st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+_question_keys = st.sampled_from(["question_id", "text", "pass_answer", "operator", "target",
+                                  "depends_on", "meta", "extra"])
+
+
+_plain_question = st.fixed_dictionaries(
+    {"question_id": st.sampled_from(["q1", "3"]), "text": st.just("Is it red?"),
+     "pass_answer": st.sampled_from(["yes", "no"])},
+    optional={"operator": st.just("color"), "target": st.just("car"),
+              "depends_on": st.just(["q0"]), "meta": st.just({"k": 1})})
+
+
+@settings(max_examples=500, deadline=None)
+@given(_plain_question, st.dictionaries(_question_keys, _field, max_size=2), st.booleans())
+@example({"question_id": "q1", "text": "t", "pass_answer": "yes"}, {"question_id": "a\x00b"},
+         False)
+@example({"question_id": "q1", "text": "t", "pass_answer": "yes"}, {"target": " "}, False)
+@example({"question_id": "q1", "text": "t", "pass_answer": "yes"}, {"text": ""}, False)
+@example({"question_id": "q1", "text": "t", "pass_answer": "yes"}, {"question_id": 3}, False)
+@example({"question_id": "q1", "text": "t", "pass_answer": "yes"}, {"depends_on": [1]}, False)
+@example({"question_id": "q1", "text": "t", "pass_answer": "yes"},
+         {"meta": {"k": "x" * 1_000_001}}, True)  # a long line: its meta texts measured
+@example({"question_id": "q1", "text": "t", "pass_answer": "yes"}, {"pass_answer": "Yes"},
+         False)
+def test_a_question_read_at_once_is_the_question_every_check_gives(plain, spoiled, long_line):
+    """The plain-question path of the task reader against the path with every check (the
+    reference, unchanged since before the fast path): the same question, or the same
+    problems, for any field values."""
+    from annotation.formats import bundle
+
+    results = []
+    for read in (bundle._question, bundle._checked_question):
+        rd = bundle._Reader()
+        rd.long_line = long_line
+        question = read(rd, {**plain, **spoiled}, ("tasks.jsonl", 3), "questions[0].", "c1", 0)
+        results.append((question, [str(p) for p in rd.errors]))
+    assert results[0] == results[1]
+    if results[0][0] is not None:
+        assert results[0][0].origin == ("tasks.jsonl", 3)

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeGuard
 
 from annotation.formats import human_work, jsonl, pairs
 from annotation.formats.images import BadImage, BadPath, ImageProber, resolve_inside
@@ -273,8 +273,9 @@ def _surrogate_message(code: int) -> str:
 def _jsonl(root: Path, name: str, rd: _Reader, required: bool) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` of each line of ``name`` that is a JSON object; every other
     line is reported (file, line, field) and skipped. Lines that are exactly one object are
-    parsed fast (:func:`annotation.formats.jsonl.scan_lines`), the others read here with
-    every check; :attr:`_Reader.progress` is told every :data:`PROGRESS_EVERY` lines."""
+    parsed fast, mostly a block at a time (:func:`annotation.formats.jsonl.scan_blocks`),
+    the others read here with every check; :attr:`_Reader.progress` is told every
+    :data:`PROGRESS_EVERY` lines."""
     path = root / name
     if not path.exists():
         if required:
@@ -290,18 +291,31 @@ def _jsonl(root: Path, name: str, rd: _Reader, required: bool) -> Iterator[tuple
         with real.open("rb") as fh:
             total = jsonl.count_lines(fh)
         progress(name, 0, total)
+    every = PROGRESS_EVERY
     with real.open("rb") as fh:
         number = 0
-        for number, obj, raw in jsonl.scan_lines(fh):
-            if progress is not None and number % PROGRESS_EVERY == 0:
-                progress(name, number, total)
-            if obj is None:
+        for number, objects, raw in jsonl.scan_blocks(fh):
+            if objects is None:
+                if progress is not None and number % every == 0:
+                    progress(name, number, total)
                 obj = _careful_line(rd, name, number, raw or b"")
-                if obj is None:
-                    continue
-            else:
-                rd.long_line = False  # the fast path takes short lines only
-            yield number, obj
+                if obj is not None:
+                    yield number, obj
+                continue
+            rd.long_line = False  # the fast paths take short lines only
+            end = number + len(objects)
+            if progress is None:
+                yield from zip(range(number, end), objects)
+                number = end - 1
+                continue
+            # told at each multiple of PROGRESS_EVERY, before its line (as line by line)
+            start, mark = number, -(-number // every) * every
+            while mark < end:
+                yield from zip(range(start, mark), objects[start - number:mark - number])
+                progress(name, mark, total)
+                start, mark = mark, mark + every
+            yield from zip(range(start, end), objects[start - number:])
+            number = end - 1
         rd.long_line = False
         if progress is not None:
             progress(name, number, max(total, number))
@@ -651,8 +665,37 @@ def _number_id(value: Any) -> Any:
     return str(value) if type(value) is int else value
 
 
+def _plain_text(value: Any) -> TypeGuard[str]:
+    """``value`` passes :meth:`_Reader.text` with its defaults (a string, not blank, at
+    most :data:`MAX_TEXT` characters, no NUL)."""
+    return (type(value) is str and len(value) <= MAX_TEXT and not value.isspace()
+            and value != "" and "\x00" not in value)
+
+
 def _question(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str,
               checklist_id: str, position: int) -> Question | None:
+    """One question of a task's checklist. A question whose fields are all plain (text
+    ids and texts, a yes/no pass answer, text ids it depends on, a short meta object) is
+    read at once; any other goes through every check, which says what is wrong."""
+    qid, text, operator, target = (obj.get("question_id"), obj.get("text"),
+                                   obj.get("operator"), obj.get("target"))
+    depends, meta = obj.get("depends_on"), obj.get("meta")
+    pass_answer = obj.get("pass_answer")
+    if (obj.keys() <= QUESTION_KEYS and _plain_text(qid) and _plain_text(text)
+            and (pass_answer == "yes" or pass_answer == "no")
+            and (operator is None or _plain_text(operator))
+            and (target is None or _plain_text(target))
+            and (depends is None or type(depends) is list
+                 and all(type(d) is str for d in depends))
+            and (meta is None or type(meta) is dict and not rd.long_line)):
+        return Question(qid, checklist_id, position, text, pass_answer, operator, target,
+                        list(depends or ()), meta if meta is not None else {}, origin=where)
+    return _checked_question(rd, obj, where, prefix, checklist_id, position)
+
+
+def _checked_question(rd: _Reader, obj: dict, where: tuple[str, int | None], prefix: str,
+                      checklist_id: str, position: int) -> Question | None:
+    """One question with every check, each problem reported (file, line, field)."""
     rd.keys(obj, QUESTION_KEYS, where, prefix)
     obj = {**obj, "question_id": _number_id(obj.get("question_id"))}
     qid = rd.text(obj, "question_id", where, prefix)
