@@ -446,11 +446,7 @@ class Store:
             for row in self.db.query("SELECT * FROM images"):
                 if row["task_id"] in task_ids:
                     existing["images"][(row["task_id"], row["idx"])] = row
-        existing["judgments"] = {}
-        if project.judgments and self.conn.execute("SELECT 1 FROM judgments LIMIT 1").fetchone():
-            for row in self.db.query("SELECT * FROM judgments"):
-                key = (row["judge"], row["output_id"], row["question_id"], row["criterion"])
-                existing["judgments"][key] = row
+        existing["judgments"] = self.stored_judgments(project.judgments)
         existing["annotations"] = {}
         any_annotation = self.conn.execute("SELECT 1 FROM annotations LIMIT 1").fetchone()
         if project.annotations and any_annotation:
@@ -483,6 +479,37 @@ class Store:
 
             existing["pairs"] = pairs.stored(self)  # issue #17
         return existing
+
+    #: output ids asked for in one query of :meth:`stored_judgments`
+    KEYS_PER_QUERY = 500
+
+    def stored_judgments(self, judgments: Iterable[Judgment]
+                         ) -> dict[tuple[Any, ...], dict[str, Any]]:
+        """The stored judgments of the judges and outputs that ``judgments`` name, by key
+        (judge, output, question, criterion), as row dicts: what an import compares its
+        judgments with. Read through the ``judgments_key`` index, a judge and up to
+        :data:`KEYS_PER_QUERY` outputs at a time, so an import into a big study reads
+        what it brings, not every stored judgment."""
+        wanted: dict[str, set[str]] = {}
+        for j in judgments:
+            outputs = wanted.get(j.judge)
+            if outputs is None:
+                outputs = wanted[j.judge] = set()
+            outputs.add(j.output_id)
+        rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        if not wanted or not self.conn.execute("SELECT 1 FROM judgments LIMIT 1").fetchone():
+            return rows
+        step = self.KEYS_PER_QUERY
+        for judge, outputs in wanted.items():
+            ids = sorted(outputs)
+            for start in range(0, len(ids), step):
+                chunk = ids[start:start + step]
+                for row in self.db.query(
+                        "SELECT * FROM judgments WHERE judge = ? AND output_id IN"
+                        f" ({', '.join('?' * len(chunk))})", [judge, *chunk]):
+                    rows[(row["judge"], row["output_id"], row["question_id"],
+                          row["criterion"])] = row
+        return rows
 
     def question_checklists(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
         """Every stored question -> its checklist, task -> its checklist and output -> its
