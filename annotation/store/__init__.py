@@ -490,15 +490,15 @@ class Store:
         judgments with. Read through the ``judgments_key`` index, a judge and up to
         :data:`KEYS_PER_QUERY` outputs at a time, so an import into a big study reads
         what it brings, not every stored judgment."""
+        rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+        if not self.conn.execute("SELECT 1 FROM judgments LIMIT 1").fetchone():
+            return rows  # a first import: nothing to compare with
         wanted: dict[str, set[str]] = {}
         for j in judgments:
             outputs = wanted.get(j.judge)
             if outputs is None:
                 outputs = wanted[j.judge] = set()
             outputs.add(j.output_id)
-        rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-        if not wanted or not self.conn.execute("SELECT 1 FROM judgments LIMIT 1").fetchone():
-            return rows
         step = self.KEYS_PER_QUERY
         for judge, outputs in wanted.items():
             ids = sorted(outputs)
