@@ -420,32 +420,21 @@ class Store:
         Used by :func:`annotation.formats.validate.check_project` to accept identical re-imports
         and refuse conflicting ones.
         """
-        def fetch(table: str, key_cols: tuple[str, ...], keys: set[Any]) -> dict:
-            if not keys:
-                return {}
-            cols = ", ".join(key_cols)
-            rows = {}
-            for row in self.db.query(f"SELECT * FROM {table}"):
-                k = tuple(row[c] for c in key_cols) if len(key_cols) > 1 else row[cols]
-                if k in keys:
-                    rows[k] = row
-            return rows
+        def fetch(table: str, key: str, keys: set[Any]) -> dict:
+            return {row[key]: row for row in self._rows_in(table, key, keys)}
 
         existing: dict[str, dict[Any, Any]] = {
-            "tasks": fetch("tasks", ("task_id",), {t.task_id for t in project.tasks}),
+            "tasks": fetch("tasks", "task_id", {t.task_id for t in project.tasks}),
             "questions": fetch(
-                "questions", ("question_id",), {q.question_id for q in project.questions}
+                "questions", "question_id", {q.question_id for q in project.questions}
             ),
-            "criteria": fetch("criteria", ("name",), {c.name for c in project.criteria}),
-            "judges": fetch("judges", ("name",), {j.name for j in project.judges}),
-            "outputs": fetch("outputs", ("output_id",), {o.output_id for o in project.outputs}),
+            "criteria": fetch("criteria", "name", {c.name for c in project.criteria}),
+            "judges": fetch("judges", "name", {j.name for j in project.judges}),
+            "outputs": fetch("outputs", "output_id", {o.output_id for o in project.outputs}),
         }
-        existing["images"] = {}
-        task_ids = {t.task_id for t in project.tasks}
-        if task_ids:
-            for row in self.db.query("SELECT * FROM images"):
-                if row["task_id"] in task_ids:
-                    existing["images"][(row["task_id"], row["idx"])] = row
+        existing["images"] = {
+            (row["task_id"], row["idx"]): row
+            for row in self._rows_in("images", "task_id", {t.task_id for t in project.tasks})}
         existing["judgments"] = self.stored_judgments(project.judgments)
         existing["annotations"] = {}
         any_annotation = self.conn.execute("SELECT 1 FROM annotations LIMIT 1").fetchone()
@@ -499,17 +488,27 @@ class Store:
             if outputs is None:
                 outputs = wanted[j.judge] = set()
             outputs.add(j.output_id)
-        step = self.KEYS_PER_QUERY
         for judge, outputs in wanted.items():
-            ids = sorted(outputs)
-            for start in range(0, len(ids), step):
-                chunk = ids[start:start + step]
-                for row in self.db.query(
-                        "SELECT * FROM judgments WHERE judge = ? AND output_id IN"
-                        f" ({', '.join('?' * len(chunk))})", [judge, *chunk]):
-                    rows[(row["judge"], row["output_id"], row["question_id"],
-                          row["criterion"])] = row
+            for row in self._rows_in("judgments", "output_id", outputs, judge=judge):
+                rows[(row["judge"], row["output_id"], row["question_id"],
+                      row["criterion"])] = row
         return rows
+
+    def _rows_in(self, table: str, column: str, values: set[Any], **equal: Any
+                 ) -> Iterator[dict[str, Any]]:
+        """The rows of ``table`` whose ``column`` is one of ``values`` (and each column
+        of ``equal`` that value), as dicts: :data:`KEYS_PER_QUERY` values a query, each
+        looked up through the table's key, so what is read grows with ``values``, not
+        with the table. Nothing is asked of an empty table."""
+        if not values or not self.conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
+            return
+        ids, step = list(values), self.KEYS_PER_QUERY
+        where = "".join(f"{name} = ? AND " for name in equal)
+        for start in range(0, len(ids), step):
+            chunk = ids[start:start + step]
+            yield from self.db.query(
+                f"SELECT * FROM {table} WHERE {where}{column} IN"
+                f" ({', '.join('?' * len(chunk))})", [*equal.values(), *chunk])
 
     def question_checklists(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
         """Every stored question -> its checklist, task -> its checklist and output -> its
