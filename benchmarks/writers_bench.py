@@ -12,9 +12,10 @@ demo imported into it), W accounts each signed in on an open item, and W process
 delivering one answer at a time through what ``POST /_ja/answers`` runs
 (:func:`annotation.ui.answer_panel.deliver_body`: session, visit, gating, claim, receipt,
 row, one transaction per answer) with no pause, toggling its first question yes / no for
-``--seconds``. For each W it prints answers per second over all writers, the median and
-95th percentile of one answer's time, and checks that the database holds exactly the
-answers the writers were told were written. The soak's 20 annotators at a human pace
+``--seconds``. For each W it prints answers per second over all writers (from the first
+writer's start to the last one's end), the median and 95th percentile of one answer's
+time, and checks that the database holds exactly the answers the writers were told were
+written. With ``--db``, one number of writers (each round needs a fresh database). The soak's 20 annotators at a human pace
 write about 15 answers a second (``benchmarks/soak.py``), about 0.75 each: the figure
 divided by 0.75 is roughly how many annotators one database serves before answers queue.
 """
@@ -25,6 +26,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import queue
 import statistics
 import sys
 import tempfile
@@ -67,7 +69,9 @@ def prepare(db: str, writers: int) -> list[tuple[str, str, int]]:
 
 def writer(db: str, token: str, visit: int, start: float, seconds: float,
            results: Any) -> None:
-    """Deliver answers one at a time from ``start`` for ``seconds``; put (times, written)."""
+    """Deliver answers one at a time from ``start`` until ``start + seconds``; put
+    ``("ok", (times, first, last))``: each answer's seconds, and when the writer began and
+    ended (epoch seconds), or ``("error", why)``."""
     os.environ["JUDGE_AUDIT_DB"] = db
     from annotation.ui import answer_panel
 
@@ -75,7 +79,7 @@ def writer(db: str, token: str, visit: int, start: float, seconds: float,
     times: list[float] = []
     value = "yes"
     time.sleep(max(0.0, start - time.time()))
-    end = time.time() + seconds
+    first, end = time.time(), start + seconds
     while time.time() < end:
         body = json.dumps({"entries": [{
             "visit": visit, "target": 0, "value": value, "cid": f"{uuid.uuid4()}:1",
@@ -89,31 +93,42 @@ def writer(db: str, token: str, visit: int, start: float, seconds: float,
             return
         seen = receipt["row"]
         value = "no" if value == "yes" else "yes"
-    results.put(("ok", times))
+    results.put(("ok", (times, first, time.time())))
 
 
 def run(db: str, signed: list[tuple[str, str, int]], seconds: float) -> dict[str, float]:
     """One round: every account of ``signed`` writing at once."""
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    start = time.time() + 3.0  # every process started and its imports done
+    # every process started and its imports done by then (about 0.5 CPU s each); one that
+    # is late still stops at start + seconds, and the rate is taken over the time the
+    # writers actually wrote (first start to last end)
+    start = time.time() + 3.0 + 0.3 * len(signed)
     procs = [ctx.Process(target=writer, args=(db, token, visit, start, seconds, results))
              for _, token, visit in signed]
     for p in procs:
         p.start()
-    outcomes = [results.get(timeout=seconds + 120) for _ in procs]
+    outcomes = []
+    for _ in procs:
+        try:
+            outcomes.append(results.get(timeout=start - time.time() + seconds + 120))
+        except queue.Empty:
+            codes = [p.exitcode for p in procs]
+            raise SystemExit(f"a writer did not report (exit codes {codes})") from None
     for p in procs:
         p.join()
     errors = [detail for kind, detail in outcomes if kind == "error"]
     if errors:
         raise SystemExit(f"a writer failed: {errors[0]}")
-    times = [t * 1000 for _, ts in outcomes for t in ts]
+    times = [t * 1000 for _, (ts, _, _) in outcomes for t in ts]
+    window = (max(last for _, (_, _, last) in outcomes)
+              - min(first for _, (_, first, _) in outcomes))
     with Store.open(db, migrate=False) as store:
         stored = store.conn.execute(
             "SELECT count(*) FROM annotations WHERE annotator IN"
             f" ({', '.join('?' * len(signed))})", [name for name, _, _ in signed]).fetchone()[0]
     ranked = sorted(times)
-    return {"answers": len(times), "stored": stored, "per_second": len(times) / seconds,
+    return {"answers": len(times), "stored": stored, "per_second": len(times) / window,
             "p50": statistics.median(ranked), "p95": ranked[int(0.95 * (len(ranked) - 1))]}
 
 
@@ -125,7 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", default=None, help="a postgresql:// URL (with media=DIR);"
                         " default: a SQLite file in a temporary folder")
     args = parser.parse_args(argv)
-    rounds = [max(1, min(int(w), 64)) for w in args.writers.split(",")]
+    rounds = [int(w) for w in args.writers.split(",")]
+    if any(w < 1 or w > 64 for w in rounds):
+        parser.error("--writers: from 1 to 64 each")
+    if args.db and len(rounds) > 1:
+        parser.error("--db takes one number of writers (each round needs a fresh database:"
+                     " its writers take the demo's open items)")
     print(f"{'writers':>7} {'answers/s':>10} {'p50 ms':>8} {'p95 ms':>8}  annotators at"
           f" {HUMAN_RATE}/s   stored = written")
     with tempfile.TemporaryDirectory() as tmp:
