@@ -15,9 +15,10 @@ row, one transaction per answer) with no pause, toggling its first question yes 
 ``--seconds``. For each W it prints answers per second over all writers (from the first
 writer's start to the last one's end), the median and 95th percentile of one answer's
 time, and checks that the database holds exactly the answers the writers were told were
-written. With ``--db``, one number of writers (each round needs a fresh database). The soak's 20 annotators at a human pace
-write about 15 answers a second (``benchmarks/soak.py``), about 0.75 each: the figure
-divided by 0.75 is roughly how many annotators one database serves before answers queue.
+written. With ``--db``, one number of writers (each round needs a fresh database). The
+soak's 20 annotators at a human pace write about 15 answers a second
+(``benchmarks/soak.py``), about 0.75 each: the figure divided by 0.75 is roughly how many
+annotators one database serves before answers queue.
 """
 
 from __future__ import annotations
