@@ -34,14 +34,46 @@ Origin = tuple[str, int | None]
 NO_ORIGIN: Origin = ("", None)
 
 
+def printable(text: str) -> str:
+    """``text`` as it can be printed and stored: unchanged when it is valid Unicode; else
+    each byte of a file name that was not UTF-8 (which Python hands over as a lone
+    surrogate, PEP 383) written as ``\\xNN``, any other lone surrogate as ``\\udNNN``."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        try:
+            raw = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
+        return raw.decode("utf-8", "backslashreplace")
+
+
+#: the problem of a file or folder whose name would become (part of) an id but is not UTF-8
+NOT_UTF8 = "the file or folder name is not valid UTF-8 (its bytes are shown as \\xNN): rename it"
+
+
+def undecodable(name: str) -> bool:
+    """``name`` (of a file or folder) holds bytes that are not UTF-8: it cannot be an id."""
+    return printable(name) != name
+
+
 @dataclass(frozen=True)
 class Problem:
-    """One error or warning, located in a source file: ``file:line: field: message``."""
+    """One error or warning, located in a source file: ``file:line: field: message``.
+    Its texts are kept :func:`printable` (a file name that is not UTF-8 is named, not a
+    crash when the problem is printed or stored)."""
 
     file: str
     line: int | None
     field: str | None
     message: str
+
+    def __post_init__(self) -> None:
+        for name in ("file", "field", "message"):
+            value = getattr(self, name)
+            if isinstance(value, str) and undecodable(value):
+                object.__setattr__(self, name, printable(value))
 
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotation.formats import bundle, question_ids, validate
-from annotation.records import ImportRefused, Problem, ProjectData, RecordProgress
+from annotation.records import ImportRefused, Problem, ProjectData, RecordProgress, printable
 from annotation.store import Store, guard
 
 FORMATS = ("bundle", "tiif-bench", "vif-bench")
@@ -180,7 +180,7 @@ def import_path(store: Store, path: str | Path, *, fmt: str | None = None,
         check_source(Path(options["images"]), store.path)  # type: ignore[arg-type]
     with collector_paused(), guard.importing(store.path), \
             load(Path(path), fmt, record_progress=record_progress, **options) as project:
-        project.source = str(Path(path).resolve())
+        project.source = printable(str(Path(path).resolve()))  # a folder name not UTF-8
         if progress:
             progress(1)
         summary = import_project(store, project, user=user, progress=progress,

@@ -65,6 +65,7 @@ from typing import Any
 
 from annotation.formats.images import BadImage, BadPath, ImageProber, resolve_inside
 from annotation.records import (
+    NOT_UTF8,
     Judge,
     Judgment,
     Output,
@@ -72,6 +73,7 @@ from annotation.records import (
     ProjectData,
     Question,
     Task,
+    undecodable,
 )
 from annotation.store import guard
 
@@ -327,6 +329,9 @@ def _read_split(root: Path, split: str, out: _Collector) -> _Split | None:
         return None
     result = _Split()
     for path in sorted(folder.glob(f"*{PROMPT_SUFFIX}")):
+        if undecodable(path.name):  # its name becomes the dimension in every id
+            out.add(_rel(root, path), None, None, NOT_UTF8)
+            continue
         dim = path.name[: -len(PROMPT_SUFFIX)]
         rows, prompt_rel, eval_rel = _read_dimension(root, split, dim, path, out)
         result.prompt_files[dim] = prompt_rel
@@ -356,6 +361,9 @@ def _read_results(root: Path, out: _Collector) -> list[_Result]:
     judge_folders: dict[str, str] = {}
     for path in _iter_result_paths(eval_root):
         rel = _rel(root, path)
+        if undecodable(rel):  # its folder names become judge and generator ids
+            out.add(rel, None, None, NOT_UTF8)
+            continue
         variant_dir = path.parent
         dim_dir = variant_dir.parent
         model_dir = dim_dir.parent
@@ -500,14 +508,22 @@ def _image_index(images_root: Path, dim: str, model: str, variant: str) -> dict[
     return {idx: f"{dim}/{model}/{variant}_description/{name}" for idx, (_r, name) in best.items()}
 
 
-def _image_models(images_root: Path | None, dims: set[str]) -> set[str]:
+def _image_models(images_root: Path | None, dims: set[str], out: _Collector) -> set[str]:
+    """The generators with an image folder (``<images>/<dim>/<model>``); a folder name
+    that is not UTF-8 is reported, not taken as an id."""
     if images_root is None:
         return set()
     models: set[str] = set()
     for dim in dims:
         folder = images_root / dim
         if folder.is_dir():
-            models.update(e.name for e in os.scandir(folder) if e.is_dir())
+            for entry in os.scandir(folder):
+                if not entry.is_dir():
+                    continue
+                if undecodable(entry.name):
+                    out.add(str(images_root / dim / entry.name), None, None, NOT_UTF8)
+                    continue
+                models.add(entry.name)
     return models
 
 
@@ -735,7 +751,7 @@ def _build_outputs(
     for r in results:
         judged.setdefault((r.model, f"{r.dim}/{r.line_idx}/{r.variant}"), r.rel)
     dims = {dim for dim, _i in pairs}
-    generators = sorted({r.model for r in results} | _image_models(images_root, dims))
+    generators = sorted({r.model for r in results} | _image_models(images_root, dims, out))
     task_ids = [f"{dim}/{idx}/{variant}" for dim, idx in pairs for variant in VARIANTS]
     found: dict[tuple[str, str], str] = {}  # (model, task_id) -> image path (images root)
     if images_root is not None:

@@ -85,6 +85,7 @@ from typing import Any
 from annotation.formats.images import BadImage, BadPath, ImageProber, resolve_inside
 from annotation.formats.validate import CONFLICT_LABEL_KEYS, prelabel_problems, task_meta_problems
 from annotation.records import (
+    NOT_UTF8,
     Criterion,
     ImageFile,
     ImportRefused,
@@ -98,6 +99,8 @@ from annotation.records import (
     Task,
     TaskImage,
     loads_finite,
+    printable,
+    undecodable,
 )
 
 FORMAT = "vif-bench"
@@ -386,11 +389,22 @@ def _walk_files(folder: Path) -> list[str]:
     return found
 
 
-def _subdirs(folder: Path) -> list[str]:
-    """Names of the visible sub-folders of ``folder``, sorted."""
+def _subdirs(folder: Path, problems: Problems | None = None, rel: str = "") -> list[str]:
+    """Names of the visible sub-folders of ``folder``, sorted. A name that is not UTF-8
+    (it would become a generator or judge id) is left out and reported to ``problems``
+    as ``rel/<name>``."""
     if not folder.is_dir():
         return []
-    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    names = []
+    for p in folder.iterdir():
+        if not p.is_dir() or p.name.startswith("."):
+            continue
+        if undecodable(p.name):
+            if problems is not None:
+                problems.add(f"{rel}/{p.name}", None, None, NOT_UTF8)
+            continue
+        names.append(p.name)
+    return sorted(names)
 
 
 # ------------------------------------------------- per-task JSON files -> documented meta
@@ -1106,7 +1120,7 @@ class _Reader:
         """(task_id, model) -> (path, image) for every generated image on disk."""
         found: dict[tuple[str, str], tuple[str, ImageFile]] = {}
         base = self.root / "generations"
-        for model in _subdirs(base):
+        for model in _subdirs(base, self.problems, "generations"):
             for sub in _walk_files(base / model):
                 if PurePosixPath(sub).suffix.lower() not in GENERATION_EXTENSIONS:
                     continue
@@ -1136,8 +1150,8 @@ class _Reader:
         """(task_id, model) -> the judgments of every judge for that output."""
         judged: dict[tuple[str, str], list[Judgment]] = {}
         base = self.root / "results"
-        for model in _subdirs(base):
-            for judge in _subdirs(base / model):
+        for model in _subdirs(base, self.problems, "results"):
+            for judge in _subdirs(base / model, self.problems, f"results/{model}"):
                 folder = f"results/{model}/{judge}"
                 for task_id, judgments in self.read_judge(model, judge, folder).items():
                     judged.setdefault((task_id, model), []).extend(judgments)
@@ -1297,7 +1311,7 @@ class _Reader:
                       f"(kept without image): {', '.join(task_ids[:5])}"
                       + (" ..." if len(task_ids) > 5 else ""))
         return ProjectData(
-            name=self.root.resolve().name,
+            name=printable(self.root.resolve().name),
             benchmark=BENCHMARK,
             source=str(self.root),
             format=FORMAT,
