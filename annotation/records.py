@@ -55,7 +55,11 @@ NOT_UTF8 = "the file or folder name is not valid UTF-8 (its bytes are shown as \
 
 def undecodable(name: str) -> bool:
     """``name`` (of a file or folder) holds bytes that are not UTF-8: it cannot be an id."""
-    return printable(name) != name
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -72,8 +76,10 @@ class Problem:
     def __post_init__(self) -> None:
         for name in ("file", "field", "message"):
             value = getattr(self, name)
-            if isinstance(value, str) and undecodable(value):
-                object.__setattr__(self, name, printable(value))
+            if isinstance(value, str):
+                shown = printable(value)
+                if shown is not value:
+                    object.__setattr__(self, name, shown)
 
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"

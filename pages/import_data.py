@@ -35,10 +35,10 @@ def run(source: Path, fmt: str | None = None) -> None:
             summary = import_path(store, source, fmt=fmt, user=user.name)
         except ImportRefused as refused:
             st.error(f"Import refused, nothing was written ({len(refused.problems)} problem(s)):")
-            st.code(refused.report(), language=None)
+            st.code(refused.report(), language=None, wrap_lines=True)  # long paths
             return
     st.success(f"Import #{summary.import_id} done.")
-    st.code(summary.text(max_warnings=50), language=None)
+    st.code(summary.text(max_warnings=50), language=None, wrap_lines=True)
 
 
 if go_upload and uploaded is not None:

@@ -184,20 +184,8 @@ def scan_blocks(fh: BinaryIO) -> Iterator[tuple[int, list[dict] | None, bytes | 
         number = line
 
 
-def scan_lines(fh: BinaryIO) -> Iterator[tuple[int, dict | None, bytes | None]]:
-    """``(line number, object, None)`` for each line that is exactly one JSON object, and
-    ``(line number, None, raw bytes)`` for every other line (to be read carefully): the
-    lines of :func:`scan_blocks` one at a time."""
-    for number, objects, raw in scan_blocks(fh):
-        if objects is None:
-            yield number, None, raw
-        else:
-            for k, obj in enumerate(objects):
-                yield number + k, obj, None
-
-
 def count_lines(fh: BinaryIO) -> int:
-    """How many lines :func:`scan_lines` will number in ``fh`` (read to its end)."""
+    """How many lines :func:`scan_blocks` will number in ``fh`` (read to its end)."""
     lines, last = 0, b"\n"
     for chunk in iter(lambda: fh.read(BLOCK_BYTES), b""):
         lines += chunk.count(b"\n")

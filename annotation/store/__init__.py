@@ -469,7 +469,8 @@ class Store:
             existing["pairs"] = pairs.stored(self)  # issue #17
         return existing
 
-    #: output ids asked for in one query of :meth:`stored_judgments`
+    #: keys asked for in one query of :meth:`_rows_in` (SQLite takes up to 32,766
+    #: parameters a statement; PostgreSQL 65,535)
     KEYS_PER_QUERY = 500
 
     def stored_judgments(self, judgments: Iterable[Judgment]
